@@ -1,0 +1,26 @@
+// Lowering passes, each Schedule -> Schedule. The simulator and the runtime both consume the
+// output of add_send_recv(), so they see the same explicit communication.
+#pragma once
+
+#include "pipelab/schedules/schedule.h"
+
+namespace pipelab {
+
+/// Adds SEND_F/RECV_F and SEND_B/RECV_B for every dependency between stages on different ranks
+/// (none between stages on the same rank), as PyTorch's _add_send_recv: ranks are visited
+/// round-robin, a rank's next compute action is placed once its inputs are available, its sends
+/// follow it, and the matching receive is appended to the peer's list at that moment. Idle slots
+/// are dropped. The input must be a valid compute-only schedule (ScheduleError otherwise).
+Schedule add_send_recv(const Schedule& compute);
+
+/// Drops SEND/RECV actions and idle slots: the compute-only view of a lowered schedule.
+Schedule remove_comms(const Schedule& s);
+
+/// Replaces every full backward B(s, mb) by I(s, mb) immediately followed by W(s, mb).
+/// (Overlapped F&B units keep their full backward.)
+Schedule split_backward(const Schedule& s);
+
+/// Replaces every I(s, mb) by B(s, mb) and removes the matching W(s, mb).
+Schedule merge_backward(const Schedule& s);
+
+}  // namespace pipelab

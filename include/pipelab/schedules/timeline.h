@@ -1,0 +1,48 @@
+// Timeline: what happened (or is predicted to happen) on each rank: the one output type of both
+// the simulator and the runtime. All metrics are computed from it by one implementation.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "pipelab/schedules/action.h"
+
+namespace pipelab {
+
+enum class Stream : std::uint8_t {
+  Compute,  // the rank's compute stream: F, B, I, W, F&B
+  Send,     // outgoing P2P transfers
+  Recv,     // incoming P2P transfers (the time the data is in flight towards this rank)
+};
+
+std::string_view stream_name(Stream s);
+
+struct TimelineEvent {
+  Action action;
+  Stream stream = Stream::Compute;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t bytes = 0;   // bytes moved (comm) or activation bytes produced (compute)
+  double flops = 0;         // floating-point operations of the action
+
+  std::int64_t duration_ns() const { return end_ns - start_ns; }
+  bool operator==(const TimelineEvent&) const = default;
+};
+
+struct Timeline {
+  std::vector<std::vector<TimelineEvent>> ranks;  // per rank, ordered by start time
+
+  /// Latest end over all events (the first event is taken to start the iteration at 0).
+  std::int64_t makespan_ns() const;
+  bool operator==(const Timeline&) const = default;
+};
+
+/// A flat array of {"rank","action","stream","start_ns","end_ns","bytes","flops"} records.
+nlohmann::json timeline_to_json(const Timeline& t);
+/// Throws InputError naming the record and field on malformed input.
+Timeline timeline_from_json(const nlohmann::json& j);
+
+}  // namespace pipelab

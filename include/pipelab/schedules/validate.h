@@ -1,0 +1,36 @@
+// validate(): checks a schedule and returns diagnostics (rank, position, rule); it never throws or
+// asserts on a bad schedule. Rules are listed in docs/validation.md.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pipelab/schedules/schedule.h"
+
+namespace pipelab {
+
+struct Diagnostic {
+  int rank = -1;       // -1: not tied to one rank
+  int position = -1;   // index into the rank's list; -1: not tied to one position (e.g. missing)
+  std::string rule;    // short id: shape, range, placement, exactly-once, order, comm, deadlock
+  std::string message;
+};
+
+struct Validation {
+  std::vector<Diagnostic> diagnostics;
+
+  bool ok() const { return diagnostics.empty(); }
+  /// Every diagnostic on its own line, then the rank x position grid with offending cells marked.
+  std::string report(const Schedule& s) const;
+};
+
+Validation validate(const Schedule& s);
+
+/// Throws ScheduleError carrying validate()'s report unless the schedule is valid.
+void require_valid(const Schedule& s);
+
+/// The rank x position grid of a schedule; cells in `marked` (rank, position) are shown >like<
+/// this, and only a window of columns around the first marked cell is printed for long lists.
+std::string format_order_grid(const Schedule& s, const std::vector<std::pair<int, int>>& marked);
+
+}  // namespace pipelab

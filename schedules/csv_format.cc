@@ -1,0 +1,78 @@
+// PyTorch pipelining CSV in both directions (`_dump_csv` / `_load_csv`).
+#include <algorithm>
+#include <set>
+
+#include "pipelab/schedules/formats.h"
+#include "shape_inference.h"
+
+namespace pipelab {
+
+std::string to_csv(const Schedule& s) {
+  std::string out;
+  for (const auto& list : s.ranks) {
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      if (i) out += ',';
+      if (list[i]) out += to_string(*list[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string name) {
+  std::vector<std::vector<Slot>> ranks;
+  int line = 1;
+  std::size_t i = 0;
+  // A final newline ends the last row; it does not start an empty one.
+  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
+  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return ParseError{"empty schedule file", 1, 1};
+  while (i <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', i), text.size());
+    std::string_view row = text.substr(i, end - i);
+    if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
+    std::vector<Slot> slots;
+    if (!row.empty()) {
+      std::size_t col = 0;
+      while (col <= row.size()) {
+        const std::size_t comma = std::min(row.find(',', col), row.size());
+        std::string_view cell = row.substr(col, comma - col);
+        int column = static_cast<int>(col) + 1;
+        // csv.writer quotes cells only when needed; accept quoted cells.
+        if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
+          cell = cell.substr(1, cell.size() - 2);
+          ++column;
+        }
+        if (cell.find_first_not_of(" \t") == std::string_view::npos) {
+          if (format == CsvFormat::ComputeComms) {
+            return ParseError{"empty cell: compute_comms schedules list actions without idle steps", line, column};
+          }
+          slots.emplace_back(std::nullopt);
+        } else {
+          Result<Action> a = parse_action(cell);
+          if (!a) return ParseError{a.error().message, line, column + std::max(0, a.error().column - 1)};
+          if (format == CsvFormat::ComputeOnly && is_comm(a.value().op)) {
+            return ParseError{"compute_only schedules may not contain " + std::string(op_name(a.value().op)) +
+                                  " (use the compute_comms format)",
+                              line, column};
+          }
+          slots.emplace_back(a.value());
+        }
+        col = comma + 1;
+      }
+    }
+    ranks.push_back(std::move(slots));
+    i = end + 1;
+    ++line;
+  }
+  return detail::infer_shape(std::move(name), std::move(ranks));
+}
+
+Result<Schedule> parse_schedule(std::string_view text, std::string name) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && text[first] == '{') return parse_json(text, std::move(name));
+  const bool comms = text.find("SEND_") != std::string_view::npos || text.find("RECV_") != std::string_view::npos;
+  return parse_csv(text, comms ? CsvFormat::ComputeComms : CsvFormat::ComputeOnly, std::move(name));
+}
+
+}  // namespace pipelab

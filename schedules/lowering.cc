@@ -1,0 +1,133 @@
+// Lowering passes; see lowering.h.
+#include "pipelab/schedules/lowering.h"
+
+#include <set>
+#include <string>
+
+#include "pipelab/base/error.h"
+#include "pipelab/schedules/dependencies.h"
+#include "pipelab/schedules/validate.h"
+
+namespace pipelab {
+namespace {
+
+Schedule with_ranks(const Schedule& s, std::vector<std::vector<Slot>> ranks) {
+  Schedule out;
+  out.name = s.name;
+  out.shape = s.shape;
+  out.ranks = std::move(ranks);
+  return out;
+}
+
+}  // namespace
+
+Schedule add_send_recv(const Schedule& compute) {
+  if (compute.has_comms()) throw ScheduleError("add_send_recv: schedule \"" + compute.name + "\" already has send/recv actions");
+  require_valid(compute);
+  const PipelineShape& shape = compute.shape;
+  const SignalIndex index(shape);
+  std::vector<char> done(index.size(), 0);
+  const auto P = static_cast<std::size_t>(shape.ranks);
+  std::vector<std::vector<Slot>> out(P);
+  std::vector<std::size_t> pos(P, 0);
+
+  auto skip_idle = [&](std::size_t r) {
+    while (pos[r] < compute.ranks[r].size() && !compute.ranks[r][pos[r]]) ++pos[r];
+  };
+  auto ready = [&](const Action& a) {
+    for (const SignalKey& k : prerequisites(a, shape, CommMode::Explicit)) {
+      if (!done[index(k)]) return false;
+    }
+    return true;
+  };
+  auto mark = [&](const Action& a) {
+    for (const SignalKey& k : completions(a)) done[index(k)] = 1;
+  };
+  // Sends of one (half) action, and the matching receives on the peer ranks.
+  auto add_comms = [&](std::size_t r, Op op, int stage, int mb) {
+    if (op == Op::F && !shape.last_in_chain(stage) && crosses_ranks(shape, stage, stage + 1)) {
+      const Action send = Action::make(Op::SendF, stage, mb);
+      out[r].emplace_back(send);
+      mark(send);
+      out[static_cast<std::size_t>(shape.rank_of(stage + 1))].emplace_back(Action::make(Op::RecvF, stage + 1, mb));
+    }
+    if ((op == Op::B || op == Op::I) && !shape.first_in_chain(stage) && crosses_ranks(shape, stage, stage - 1)) {
+      const Action send = Action::make(Op::SendB, stage, mb);
+      out[r].emplace_back(send);
+      mark(send);
+      out[static_cast<std::size_t>(shape.rank_of(stage - 1))].emplace_back(Action::make(Op::RecvB, stage - 1, mb));
+    }
+  };
+
+  for (;;) {
+    bool progressed = false, remaining = false;
+    for (std::size_t r = 0; r < P; ++r) {
+      skip_idle(r);
+      if (pos[r] >= compute.ranks[r].size()) continue;
+      remaining = true;
+      const Action& a = *compute.ranks[r][pos[r]];
+      if (!ready(a)) continue;
+      out[r].emplace_back(a);
+      mark(a);
+      if (a.op == Op::OverlapFB) {
+        add_comms(r, Op::F, a.stage, a.mb);
+        add_comms(r, Op::B, a.b_stage, a.b_mb);
+      } else {
+        add_comms(r, a.op, a.stage, a.mb);
+      }
+      ++pos[r];
+      progressed = true;
+    }
+    if (!remaining) break;
+    if (!progressed) {
+      // validate() replays the same dependencies, so this is unreachable for a valid schedule.
+      throw ScheduleError("add_send_recv: schedule \"" + compute.name + "\" does not progress");
+    }
+  }
+  return with_ranks(compute, std::move(out));
+}
+
+Schedule remove_comms(const Schedule& s) {
+  std::vector<std::vector<Slot>> ranks(s.ranks.size());
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    for (const Slot& slot : s.ranks[r]) {
+      if (slot && is_compute(slot->op)) ranks[r].push_back(slot);
+    }
+  }
+  return with_ranks(s, std::move(ranks));
+}
+
+Schedule split_backward(const Schedule& s) {
+  std::vector<std::vector<Slot>> ranks(s.ranks.size());
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    for (const Slot& slot : s.ranks[r]) {
+      if (slot && slot->op == Op::B) {
+        ranks[r].emplace_back(Action::make(Op::I, slot->stage, slot->mb));
+        ranks[r].emplace_back(Action::make(Op::W, slot->stage, slot->mb));
+      } else {
+        ranks[r].push_back(slot);
+      }
+    }
+  }
+  return with_ranks(s, std::move(ranks));
+}
+
+Schedule merge_backward(const Schedule& s) {
+  std::vector<std::vector<Slot>> ranks(s.ranks.size());
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    std::set<std::pair<int, int>> merged;  // (stage, mb) whose I became a B
+    for (const Slot& slot : s.ranks[r]) {
+      if (slot && slot->op == Op::I) {
+        ranks[r].emplace_back(Action::make(Op::B, slot->stage, slot->mb));
+        merged.emplace(slot->stage, slot->mb);
+      } else if (slot && slot->op == Op::W && merged.count({slot->stage, slot->mb})) {
+        continue;
+      } else {
+        ranks[r].push_back(slot);
+      }
+    }
+  }
+  return with_ranks(s, std::move(ranks));
+}
+
+}  // namespace pipelab

@@ -1,0 +1,81 @@
+// RankBuilder implementation.
+#include "rank_builder.h"
+
+#include "pipelab/base/error.h"
+
+namespace pipelab::detail {
+
+RankBuilder::RankBuilder(const PipelineShape& shape, bool idle_beyond_end)
+    : shape_(shape),
+      idle_beyond_end_(idle_beyond_end),
+      next_f_(static_cast<std::size_t>(shape.stages), 0),
+      next_b_(static_cast<std::size_t>(shape.stages), 0),
+      next_w_(static_cast<std::size_t>(shape.stages), 0) {}
+
+int RankBuilder::mb_of(int stage, int counter) const {
+  return shape_.chain_of_stage(stage) * shape_.microbatches_per_chain() + counter;
+}
+
+void RankBuilder::emit(Op op, int stage, int counter) {
+  if (beyond_end(counter)) {
+    slots_.emplace_back(std::nullopt);
+    return;
+  }
+  slots_.emplace_back(Action::make(op, stage, mb_of(stage, counter)));
+}
+
+void RankBuilder::idle(int n) {
+  for (int k = 0; k < n; ++k) slots_.emplace_back(std::nullopt);
+}
+
+void RankBuilder::f(int stage) { emit(Op::F, stage, next_f_[static_cast<std::size_t>(stage)]++); }
+
+void RankBuilder::b(int stage) { emit(Op::B, stage, next_b_[static_cast<std::size_t>(stage)]++); }
+
+void RankBuilder::i(int stage) {
+  const int counter = next_b_[static_cast<std::size_t>(stage)]++;
+  emit(Op::I, stage, counter);
+  if (!beyond_end(counter)) pending_w_.push_back(Action::make(Op::W, stage, mb_of(stage, counter)));
+}
+
+void RankBuilder::w() {
+  if (pending_w_.empty()) throw ScheduleError("internal: W requested with no pending input-grad");
+  slots_.emplace_back(pending_w_.front());
+  pending_w_.pop_front();
+}
+
+void RankBuilder::w(int stage) {
+  const int counter = next_w_[static_cast<std::size_t>(stage)]++;
+  emit(Op::W, stage, counter);
+  // Keep the FIFO consistent for generators that mix both styles.
+  for (auto it = pending_w_.begin(); it != pending_w_.end(); ++it) {
+    if (it->stage == stage && it->mb == mb_of(stage, counter)) {
+      pending_w_.erase(it);
+      break;
+    }
+  }
+}
+
+void RankBuilder::fb(int f_stage, int b_stage) {
+  const int fc = next_f_[static_cast<std::size_t>(f_stage)]++;
+  const int bc = next_b_[static_cast<std::size_t>(b_stage)]++;
+  slots_.emplace_back(Action::overlap(f_stage, mb_of(f_stage, fc), b_stage, mb_of(b_stage, bc)));
+}
+
+void RankBuilder::drain_weight_grads() {
+  while (!pending_w_.empty()) w();
+}
+
+Schedule assemble(std::string name, PipelineShape shape, std::vector<std::vector<Slot>> ranks) {
+  Schedule s;
+  s.name = std::move(name);
+  s.shape = std::move(shape);
+  s.ranks = std::move(ranks);
+  return s;
+}
+
+void require(bool cond, const std::string& message) {
+  if (!cond) throw ScheduleError(message);
+}
+
+}  // namespace pipelab::detail

@@ -1,0 +1,20 @@
+// Infers a PipelineShape from per-rank action lists (for CSV files, which carry no shape).
+// Private to schedules/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "pipelab/base/result.h"
+#include "pipelab/schedules/schedule.h"
+
+namespace pipelab::detail {
+
+/// ranks = lists, stages/microbatches from the largest indices, stage -> rank from where each
+/// stage's compute actions run; placement Loop or V when the map matches, else Explicit.
+Result<Schedule> infer_shape(std::string name, std::vector<std::vector<Slot>> ranks);
+
+/// Loop or V if `stage_to_rank` matches that rule, else Explicit.
+Placement detect_placement(int ranks, const std::vector<int>& stage_to_rank);
+
+}  // namespace pipelab::detail

@@ -1,0 +1,341 @@
+// Schedule validation rules (docs/validation.md). Structural rules run first; the deadlock replay
+// runs only on a structurally sound schedule, since it indexes by stage and microbatch.
+#include "pipelab/schedules/validate.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "pipelab/base/error.h"
+#include "pipelab/schedules/dependencies.h"
+#include "pipelab/schedules/replay.h"
+
+namespace pipelab {
+namespace {
+
+std::string cell(const Action& a) { return to_string(a); }
+
+class Checker {
+ public:
+  explicit Checker(const Schedule& s) : s_(s), shape_(s.shape) {}
+
+  Validation run() {
+    if (!check_shape()) return std::move(out_);
+    check_ranges_and_placement();
+    if (!out_.ok()) return std::move(out_);
+    check_exactly_once_and_order();
+    check_comms();
+    if (!out_.ok()) return std::move(out_);
+    check_deadlock();
+    return std::move(out_);
+  }
+
+ private:
+  void add(int rank, int pos, std::string rule, std::string msg) {
+    out_.diagnostics.push_back({rank, pos, std::move(rule), std::move(msg)});
+  }
+
+  bool check_shape() {
+    const auto P = shape_.ranks;
+    if (P < 1 || shape_.stages < 1 || shape_.microbatches < 1 || shape_.chains < 1) {
+      add(-1, -1, "shape", "ranks, stages, microbatches and chains must all be >= 1");
+      return false;
+    }
+    if (static_cast<int>(s_.ranks.size()) != P) {
+      add(-1, -1, "shape", "schedule has " + std::to_string(s_.ranks.size()) + " rank lists but pp=" + std::to_string(P));
+      return false;
+    }
+    if (static_cast<int>(shape_.stage_to_rank.size()) != shape_.stages) {
+      add(-1, -1, "shape", "stage_to_rank has " + std::to_string(shape_.stage_to_rank.size()) + " entries, need stages=" +
+                               std::to_string(shape_.stages));
+      return false;
+    }
+    if (shape_.stages % shape_.chains != 0 || shape_.microbatches % shape_.chains != 0) {
+      add(-1, -1, "shape", "chains=" + std::to_string(shape_.chains) + " must divide stages and microbatches");
+      return false;
+    }
+    bool ok = true;
+    for (int st = 0; st < shape_.stages; ++st) {
+      const int r = shape_.rank_of(st);
+      if (r < 0 || r >= P) {
+        add(-1, -1, "shape", "stage " + std::to_string(st) + " is placed on rank " + std::to_string(r) + ", outside [0, " +
+                                 std::to_string(P) + ")");
+        ok = false;
+      }
+    }
+    if (ok && shape_.placement != Placement::Explicit) {
+      for (int st = 0; st < shape_.stages; ++st) {
+        if (shape_.rank_of(st) != placed_rank(shape_.placement, P, shape_.stages, st)) {
+          add(-1, -1, "placement", "stage_to_rank does not match the declared " + std::string(placement_name(shape_.placement)) +
+                                       " placement at stage " + std::to_string(st));
+          return false;
+        }
+      }
+    }
+    return ok;
+  }
+
+  // Checks one (stage, mb) reference of action `what` at (r, pos). `owner` is the rank that must
+  // hold the stage for this action to run here.
+  bool check_ref(int r, int pos, const std::string& what, int stage, int mb) {
+    if (stage < 0 || stage >= shape_.stages) {
+      add(r, pos, "range", what + ": stage " + std::to_string(stage) + " outside [0, " + std::to_string(shape_.stages) + ")");
+      return false;
+    }
+    if (mb < 0 || mb >= shape_.microbatches) {
+      add(r, pos, "range", what + ": microbatch " + std::to_string(mb) + " outside [0, " + std::to_string(shape_.microbatches) + ")");
+      return false;
+    }
+    if (shape_.chain_of_microbatch(mb) != shape_.chain_of_stage(stage)) {
+      add(r, pos, "range", what + ": microbatch " + std::to_string(mb) + " does not flow through stage " + std::to_string(stage) +
+                               " (chain " + std::to_string(shape_.chain_of_stage(stage)) + ")");
+      return false;
+    }
+    if (shape_.rank_of(stage) != r) {
+      add(r, pos, "placement", what + " runs on rank " + std::to_string(r) + " but stage " + std::to_string(stage) +
+                                   " is placed on rank " + std::to_string(shape_.rank_of(stage)));
+      return false;
+    }
+    return true;
+  }
+
+  void check_ranges_and_placement() {
+    for (int r = 0; r < shape_.ranks; ++r) {
+      const auto& list = s_.ranks[static_cast<std::size_t>(r)];
+      for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
+        if (!list[static_cast<std::size_t>(pos)]) continue;
+        const Action& a = *list[static_cast<std::size_t>(pos)];
+        const std::string what = cell(a);
+        if (a.op == Op::OverlapFB) {
+          check_ref(r, pos, what, a.stage, a.mb);
+          check_ref(r, pos, what, a.b_stage, a.b_mb);
+        } else {
+          check_ref(r, pos, what, a.stage, a.mb);
+        }
+      }
+    }
+  }
+
+  struct Count {
+    int f = 0, b = 0, i = 0, w = 0;
+    std::pair<int, int> first_f{-1, -1}, first_i{-1, -1};
+  };
+
+  void check_exactly_once_and_order() {
+    std::vector<Count> counts(static_cast<std::size_t>(shape_.stages) * shape_.microbatches);
+    auto at = [&](int st, int mb) -> Count& {
+      return counts[static_cast<std::size_t>(st) * shape_.microbatches + static_cast<std::size_t>(mb)];
+    };
+    auto see = [&](int r, int pos, Op op, int st, int mb) {
+      Count& c = at(st, mb);
+      const std::string what = cell(Action::make(op, st, mb));
+      switch (op) {
+        case Op::F:
+          if (++c.f > 1) add(r, pos, "exactly-once", "duplicate forward " + what);
+          break;
+        case Op::B:
+        case Op::I:
+          if (c.f == 0) add(r, pos, "order", what + " runs before its forward " + cell(Action::make(Op::F, st, mb)));
+          if (op == Op::B ? ++c.b + c.i > 1 : ++c.i + c.b > 1) add(r, pos, "exactly-once", "duplicate backward " + what);
+          break;
+        case Op::W:
+          if (c.i == 0) {
+            add(r, pos, "order", what + " runs before its input-grad " + cell(Action::make(Op::I, st, mb)) +
+                                     (c.b ? " (the full backward already computed it)" : ""));
+          }
+          if (++c.w > 1) add(r, pos, "exactly-once", "duplicate weight-grad " + what);
+          break;
+        default: break;
+      }
+    };
+    for (int r = 0; r < shape_.ranks; ++r) {
+      const auto& list = s_.ranks[static_cast<std::size_t>(r)];
+      for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
+        if (!list[static_cast<std::size_t>(pos)]) continue;
+        const Action& a = *list[static_cast<std::size_t>(pos)];
+        if (a.op == Op::OverlapFB) {
+          see(r, pos, Op::F, a.stage, a.mb);
+          see(r, pos, Op::B, a.b_stage, a.b_mb);
+        } else if (is_compute(a.op)) {
+          see(r, pos, a.op, a.stage, a.mb);
+        }
+      }
+    }
+    for (int st = 0; st < shape_.stages; ++st) {
+      for (int mb = 0; mb < shape_.microbatches; ++mb) {
+        if (shape_.chain_of_microbatch(mb) != shape_.chain_of_stage(st)) continue;
+        const Count& c = at(st, mb);
+        const int owner = shape_.rank_of(st);
+        const std::string key = "stage " + std::to_string(st) + " microbatch " + std::to_string(mb);
+        if (c.f == 0) add(owner, -1, "exactly-once", "missing forward " + cell(Action::make(Op::F, st, mb)) + " (" + key + ")");
+        if (c.b == 0 && c.i == 0) {
+          add(owner, -1, "exactly-once", "missing backward " + cell(Action::make(Op::B, st, mb)) + " or " +
+                                             cell(Action::make(Op::I, st, mb)) + " (" + key + ")");
+        }
+        if (c.i > 0 && c.w == 0) add(owner, -1, "exactly-once", "missing weight-grad " + cell(Action::make(Op::W, st, mb)) + " after its I");
+        if (c.b > 0 && c.w > 0 && c.i == 0) add(owner, -1, "exactly-once", key + " has both a full B and a W");
+      }
+    }
+  }
+
+  // Sends and receives: only between stages on different ranks, each matched exactly once, the
+  // receive posted before its consumer, and every cross-rank dependency covered once lowered.
+  void check_comms() {
+    if (!s_.has_comms()) return;
+    // key (op, stage, mb) -> (rank, position)
+    std::map<std::tuple<int, int, int>, std::pair<int, int>> posted;
+    auto key = [](Op op, int st, int mb) { return std::make_tuple(static_cast<int>(op), st, mb); };
+    for (int r = 0; r < shape_.ranks; ++r) {
+      const auto& list = s_.ranks[static_cast<std::size_t>(r)];
+      for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
+        if (!list[static_cast<std::size_t>(pos)] || !is_comm(list[static_cast<std::size_t>(pos)]->op)) continue;
+        const Action& a = *list[static_cast<std::size_t>(pos)];
+        const bool forward = a.op == Op::SendF || a.op == Op::RecvF;
+        const bool send = a.op == Op::SendF || a.op == Op::SendB;
+        // The stage on the other end of the transfer.
+        const int peer = send ? (forward ? a.stage + 1 : a.stage - 1) : (forward ? a.stage - 1 : a.stage + 1);
+        const bool at_end = forward ? (send ? shape_.last_in_chain(a.stage) : shape_.first_in_chain(a.stage))
+                                    : (send ? shape_.first_in_chain(a.stage) : shape_.last_in_chain(a.stage));
+        if (at_end) {
+          add(r, pos, "comm", cell(a) + ": stage " + std::to_string(a.stage) + " has no " +
+                                  (peer > a.stage ? "next" : "previous") + " stage to exchange with");
+          continue;
+        }
+        if (!crosses_ranks(shape_, a.stage, peer)) {
+          add(r, pos, "comm", cell(a) + ": stages " + std::to_string(a.stage) + " and " + std::to_string(peer) +
+                                  " are both on rank " + std::to_string(r) + "; no send/recv between them");
+          continue;
+        }
+        if (!posted.emplace(key(a.op, a.stage, a.mb), std::make_pair(r, pos)).second) {
+          add(r, pos, "comm", "duplicate " + cell(a));
+        }
+      }
+    }
+    auto find = [&](Op op, int st, int mb) -> const std::pair<int, int>* {
+      auto it = posted.find(key(op, st, mb));
+      return it == posted.end() ? nullptr : &it->second;
+    };
+    // Every send has its receive and the reverse.
+    for (const auto& [k, where] : posted) {
+      const Op op = static_cast<Op>(std::get<0>(k));
+      const int st = std::get<1>(k), mb = std::get<2>(k);
+      Op partner;
+      int partner_stage;
+      switch (op) {
+        case Op::SendF: partner = Op::RecvF; partner_stage = st + 1; break;
+        case Op::RecvF: partner = Op::SendF; partner_stage = st - 1; break;
+        case Op::SendB: partner = Op::RecvB; partner_stage = st - 1; break;
+        default: partner = Op::SendB; partner_stage = st + 1; break;
+      }
+      if (!find(partner, partner_stage, mb)) {
+        add(where.first, where.second, "comm", cell(Action::make(op, st, mb)) + " has no matching " +
+                                                   cell(Action::make(partner, partner_stage, mb)) + " on rank " +
+                                                   std::to_string(shape_.rank_of(partner_stage)));
+      }
+    }
+    // Every cross-rank consumer has its receive earlier in its own list.
+    for (int r = 0; r < shape_.ranks; ++r) {
+      const auto& list = s_.ranks[static_cast<std::size_t>(r)];
+      for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
+        if (!list[static_cast<std::size_t>(pos)]) continue;
+        const Action& a = *list[static_cast<std::size_t>(pos)];
+        auto need = [&](Op recv, int st, int mb, int from) {
+          if (!crosses_ranks(shape_, st, from)) return;
+          const auto* w = find(recv, st, mb);
+          if (!w || w->first != r || w->second > pos) {
+            add(r, pos, "comm", cell(a) + " needs " + cell(Action::make(recv, st, mb)) + " earlier on rank " + std::to_string(r));
+          }
+        };
+        auto consumer = [&](Op op, int st, int mb) {
+          if (op == Op::F && !shape_.first_in_chain(st)) need(Op::RecvF, st, mb, st - 1);
+          if ((op == Op::B || op == Op::I) && !shape_.last_in_chain(st)) need(Op::RecvB, st, mb, st + 1);
+        };
+        if (a.op == Op::OverlapFB) {
+          consumer(Op::F, a.stage, a.mb);
+          consumer(Op::B, a.b_stage, a.b_mb);
+        } else {
+          consumer(a.op, a.stage, a.mb);
+        }
+      }
+    }
+  }
+
+  void check_deadlock() {
+    const Replay replay = replay_lockstep(s_);
+    if (replay.completed) return;
+    for (const StuckRank& st : replay.stuck) {
+      std::string waits;
+      for (const SignalKey& k : st.waiting_for) waits += (waits.empty() ? "" : ", ") + describe(k);
+      add(st.rank, st.position, "deadlock", "rank " + std::to_string(st.rank) + " is stuck at " + cell(st.action) +
+                                                " waiting for " + (waits.empty() ? "nothing?" : waits));
+    }
+  }
+
+  const Schedule& s_;
+  const PipelineShape& shape_;
+  Validation out_;
+};
+
+}  // namespace
+
+Validation validate(const Schedule& s) { return Checker(s).run(); }
+
+void require_valid(const Schedule& s) {
+  Validation v = validate(s);
+  if (!v.ok()) throw ScheduleError("schedule \"" + s.name + "\" is invalid:\n" + v.report(s));
+}
+
+std::string Validation::report(const Schedule& s) const {
+  std::ostringstream os;
+  std::vector<std::pair<int, int>> marked;
+  for (const Diagnostic& d : diagnostics) {
+    os << "  [" << d.rule << "] ";
+    if (d.rank >= 0) os << "rank " << d.rank;
+    if (d.position >= 0) os << " position " << d.position;
+    if (d.rank >= 0) os << ": ";
+    os << d.message << "\n";
+    if (d.rank >= 0 && d.position >= 0) marked.emplace_back(d.rank, d.position);
+  }
+  if (static_cast<int>(s.ranks.size()) == s.shape.ranks && !s.ranks.empty()) os << format_order_grid(s, marked);
+  return os.str();
+}
+
+std::string format_order_grid(const Schedule& s, const std::vector<std::pair<int, int>>& marked) {
+  std::size_t longest = 0;
+  for (const auto& list : s.ranks) longest = std::max(longest, list.size());
+  constexpr std::size_t kWindow = 12;
+  std::size_t first = 0, last = longest;
+  if (longest > 2 * kWindow + 1 && !marked.empty()) {
+    const std::size_t centre = static_cast<std::size_t>(marked.front().second);
+    first = centre > kWindow ? centre - kWindow : 0;
+    last = std::min(longest, first + 2 * kWindow + 1);
+  }
+  auto is_marked = [&](int r, std::size_t p) {
+    return std::find(marked.begin(), marked.end(), std::make_pair(r, static_cast<int>(p))) != marked.end();
+  };
+  std::size_t width = 4;
+  for (const auto& list : s.ranks) {
+    for (const auto& slot : list) width = std::max(width, slot ? to_string(*slot).size() + 2 : 0);
+  }
+  std::ostringstream os;
+  auto pad = [&](const std::string& text) {
+    os << text << std::string(width + 1 > text.size() ? width + 1 - text.size() : 1, ' ');
+  };
+  os << "  position ";
+  for (std::size_t p = first; p < last; ++p) pad(std::to_string(p));
+  os << (last < longest ? "..." : "") << "\n";
+  for (int r = 0; r < static_cast<int>(s.ranks.size()); ++r) {
+    std::string label = "  rank " + std::to_string(r);
+    os << label << std::string(label.size() < 11 ? 11 - label.size() : 1, ' ');
+    const auto& list = s.ranks[static_cast<std::size_t>(r)];
+    for (std::size_t p = first; p < last; ++p) {
+      std::string text = p < list.size() ? (list[p] ? to_string(*list[p]) : ".") : "";
+      if (is_marked(r, p)) text = ">" + text + "<";
+      pad(text);
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace pipelab

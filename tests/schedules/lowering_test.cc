@@ -1,0 +1,79 @@
+// Lowering passes: send/recv placement and B <-> I+W.
+#include <gtest/gtest.h>
+
+#include "pipelab/base/error.h"
+#include "pipelab/schedules/formats.h"
+#include "pipelab/schedules/lowering.h"
+#include "pipelab/schedules/registry.h"
+#include "pipelab/schedules/validate.h"
+
+namespace pipelab {
+namespace {
+
+std::string row(const Schedule& s, int r) {
+  std::string out;
+  for (const Slot& a : s.ranks[r]) out += (out.empty() ? "" : " ") + (a ? to_string(*a) : std::string("."));
+  return out;
+}
+
+TEST(AddSendRecv, OneFOneBOnTwoRanks) {
+  const Schedule s = add_send_recv(make_schedule("1f1b", {2, 1, 2, 0}));
+  EXPECT_EQ(row(s, 0), "0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1");
+  // Receives are posted when the sender is placed (round-robin), so RECV_F1 lands before 1B0.
+  EXPECT_EQ(row(s, 1), "1RECV_F0 1F0 1RECV_F1 1B0 1SEND_B0 1F1 1B1 1SEND_B1");
+}
+
+TEST(AddSendRecv, NoCommsBetweenStagesOnTheSameRank) {
+  // ZB-V: stages P-1 and P both live on rank P-1.
+  const Schedule s = add_send_recv(make_schedule("zb-v", {2, 2, 4, 0}));
+  for (const Slot& a : s.ranks[1]) {
+    if (!a || is_compute(a->op)) continue;
+    EXPECT_FALSE((a->op == Op::SendF && a->stage == 1) || (a->op == Op::RecvF && a->stage == 2)) << to_string(*a);
+    EXPECT_FALSE((a->op == Op::SendB && a->stage == 2) || (a->op == Op::RecvB && a->stage == 1)) << to_string(*a);
+  }
+}
+
+TEST(AddSendRecv, OverlappedUnitsSendBothHalves) {
+  const Schedule s = add_send_recv(make_schedule("dualpipev", {2, 2, 4, 0}));
+  // (0F3;3B1) on rank 0: F of stage 0 goes to stage 1, B of stage 3 goes to stage 2, both on rank 1.
+  const auto& r0 = s.ranks[0];
+  auto unit = std::find(r0.begin(), r0.end(), Slot(Action::overlap(0, 3, 3, 1)));
+  ASSERT_NE(unit, r0.end());
+  EXPECT_EQ(*(unit + 1), Slot(Action::make(Op::SendF, 0, 3)));
+  EXPECT_EQ(*(unit + 2), Slot(Action::make(Op::SendB, 3, 1)));
+}
+
+TEST(AddSendRecv, RejectsAnInvalidOrAlreadyLoweredSchedule) {
+  auto bad = parse_schedule("0B0,0F0\n", "bad");
+  ASSERT_TRUE(bad.ok());
+  EXPECT_THROW(add_send_recv(bad.value()), ScheduleError);
+  const Schedule lowered = add_send_recv(make_schedule("1f1b", {2, 1, 2, 0}));
+  EXPECT_THROW(add_send_recv(lowered), ScheduleError);
+}
+
+TEST(AddSendRecv, DropsIdleSlots) {
+  const Schedule s = make_schedule("zb-v", {2, 2, 4, 0});
+  ASSERT_FALSE(s.ranks[1][0].has_value());
+  for (const auto& list : add_send_recv(s).ranks) {
+    for (const Slot& a : list) EXPECT_TRUE(a.has_value());
+  }
+}
+
+TEST(SplitBackward, ReplacesBByIThenW) {
+  const Schedule s = split_backward(make_schedule("1f1b", {1, 1, 2, 0}));
+  EXPECT_EQ(row(s, 0), "0F0 0I0 0W0 0F1 0I1 0W1");
+}
+
+TEST(MergeBackward, ReplacesIAndDropsItsW) {
+  const Schedule s = merge_backward(make_schedule("zb-h1", {2, 1, 3, 0}));
+  EXPECT_TRUE(validate(s).ok());
+  EXPECT_EQ(row(s, 1), "1F0 1B0 1F1 1B1 1F2 1B2");
+}
+
+TEST(MergeBackward, UndoesSplit) {
+  const Schedule s = make_schedule("interleaved-1f1b", {4, 2, 8, 0});
+  EXPECT_EQ(merge_backward(split_backward(s)), s);
+}
+
+}  // namespace
+}  // namespace pipelab
