@@ -9,6 +9,7 @@
 #include "pipelab/base/error.h"
 #include "pipelab/schedules/dependencies.h"
 #include "pipelab/schedules/replay.h"
+#include "pipelab/schedules/text_grid.h"
 
 namespace pipelab {
 namespace {
@@ -301,41 +302,23 @@ std::string Validation::report(const Schedule& s) const {
 }
 
 std::string format_order_grid(const Schedule& s, const std::vector<std::pair<int, int>>& marked) {
+  std::vector<std::vector<std::string>> cells = slot_texts(s.ranks);
   std::size_t longest = 0;
-  for (const auto& list : s.ranks) longest = std::max(longest, list.size());
+  for (const auto& row : cells) longest = std::max(longest, row.size());
+  for (const auto& [r, p] : marked) {
+    if (r >= 0 && r < static_cast<int>(cells.size()) && p >= 0 && p < static_cast<int>(cells[r].size())) {
+      cells[r][p] = ">" + cells[r][p] + "<";
+    }
+  }
+  // Long lists: a window of columns around the first marked cell.
   constexpr std::size_t kWindow = 12;
   std::size_t first = 0, last = longest;
   if (longest > 2 * kWindow + 1 && !marked.empty()) {
-    const std::size_t centre = static_cast<std::size_t>(marked.front().second);
+    const auto centre = static_cast<std::size_t>(std::max(0, marked.front().second));
     first = centre > kWindow ? centre - kWindow : 0;
     last = std::min(longest, first + 2 * kWindow + 1);
   }
-  auto is_marked = [&](int r, std::size_t p) {
-    return std::find(marked.begin(), marked.end(), std::make_pair(r, static_cast<int>(p))) != marked.end();
-  };
-  std::size_t width = 4;
-  for (const auto& list : s.ranks) {
-    for (const auto& slot : list) width = std::max(width, slot ? to_string(*slot).size() + 2 : 0);
-  }
-  std::ostringstream os;
-  auto pad = [&](const std::string& text) {
-    os << text << std::string(width + 1 > text.size() ? width + 1 - text.size() : 1, ' ');
-  };
-  os << "  position ";
-  for (std::size_t p = first; p < last; ++p) pad(std::to_string(p));
-  os << (last < longest ? "..." : "") << "\n";
-  for (int r = 0; r < static_cast<int>(s.ranks.size()); ++r) {
-    std::string label = "  rank " + std::to_string(r);
-    os << label << std::string(label.size() < 11 ? 11 - label.size() : 1, ' ');
-    const auto& list = s.ranks[static_cast<std::size_t>(r)];
-    for (std::size_t p = first; p < last; ++p) {
-      std::string text = p < list.size() ? (list[p] ? to_string(*list[p]) : ".") : "";
-      if (is_marked(r, p)) text = ">" + text + "<";
-      pad(text);
-    }
-    os << "\n";
-  }
-  return os.str();
+  return render_text_grid("position", cells, first, last);
 }
 
 }  // namespace pipelab

@@ -1,0 +1,50 @@
+// `pipelab validate FILE`: checks a schedule file (JSON or PyTorch CSV).
+// Exit 0 valid, 1 invalid (diagnostics and the marked grid), 2 unreadable or malformed.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands.h"
+#include "pipelab/base/error.h"
+#include "pipelab/schedules/formats.h"
+#include "pipelab/schedules/validate.h"
+
+namespace pipelab::app {
+
+void add_validate_command(CLI::App& root, int& exit_code) {
+  auto* cmd = root.add_subcommand("validate", "Check a schedule file (JSON, or PyTorch CSV compute_only/compute_comms)");
+  auto path = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>("auto");
+  cmd->add_option("file", *path, "Schedule file")->required();
+  cmd->add_option("--format", *format, "auto | json | csv | compute_only | compute_comms")
+      ->check(CLI::IsMember({"auto", "json", "csv", "compute_only", "compute_comms"}))
+      ->capture_default_str();
+  cmd->callback([path, format, &exit_code] {
+    std::ifstream in(*path, std::ios::binary);
+    if (!in) throw InputError("cannot read " + *path);
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    const std::string text = buffer.str();
+    Result<Schedule> parsed = *format == "json"            ? parse_json(text, *path)
+                              : *format == "compute_only"  ? parse_csv(text, CsvFormat::ComputeOnly, *path)
+                              : *format == "compute_comms" ? parse_csv(text, CsvFormat::ComputeComms, *path)
+                                                           : parse_schedule(text, *path);
+    if (!parsed) {
+      const ParseError& e = parsed.error();
+      throw InputError(*path + (e.line ? ":" + std::to_string(e.line) + ":" + std::to_string(e.column) : "") + ": " + e.message);
+    }
+    const Schedule& s = parsed.value();
+    const Validation v = validate(s);
+    if (v.ok()) {
+      std::cout << *path << ": OK  pp=" << s.shape.ranks << " stages=" << s.shape.stages
+                << " microbatches=" << s.shape.microbatches << " placement=" << placement_name(s.shape.placement)
+                << " actions=" << s.action_count() << (s.has_comms() ? " (lowered)" : "") << "\n";
+      exit_code = 0;
+    } else {
+      std::cout << *path << ": INVALID, " << v.diagnostics.size() << " problem(s)\n" << v.report(s);
+      exit_code = 1;
+    }
+  });
+}
+
+}  // namespace pipelab::app

@@ -1,0 +1,14 @@
+// The pipelab subcommands. Each add_*_command registers one subcommand on the root app; its
+// callback stores the command's exit code in `exit_code` (0 ok, 1 failed check, 2 bad input).
+// Errors are thrown (pipelab::InputError and kin) and mapped to exit codes in main() only.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace pipelab::app {
+
+void add_list_command(CLI::App& root, int& exit_code);
+void add_show_command(CLI::App& root, int& exit_code);
+void add_validate_command(CLI::App& root, int& exit_code);
+
+}  // namespace pipelab::app
