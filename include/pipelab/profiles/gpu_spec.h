@@ -1,0 +1,61 @@
+// GpuSpec: one GPU type's peaks, memory, links and achievable-efficiency constants, with its strict
+// JSON form. Sources and rationale for every preset number: docs/profiles.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace pipelab {
+
+/// One point of the GEMM efficiency curve: a GEMM of `flops` runs at `efficiency` x peak.
+struct GemmEfficiencyPoint {
+  double flops = 0;       // 2*m*n*k of one GEMM call
+  double efficiency = 0;  // achieved / peak, in (0, 1]
+
+  bool operator==(const GemmEfficiencyPoint&) const = default;
+};
+
+/// Bandwidths are GB/s with G = 1e9. nvlink_bandwidth_gbps is per GPU *per direction* (half of the
+/// "total bidirectional" figure NVIDIA quotes: H100 900 GB/s total -> 450); nic_bandwidth_gbps is the
+/// scale-out NIC per GPU per direction (400 Gb/s -> 50).
+struct GpuSpec {
+  std::string name;
+  double peak_bf16_tflops = 0;  // dense
+  double peak_fp8_tflops = 0;   // dense; 0 = no FP8 tensor cores
+  std::int64_t hbm_bytes = 0;
+  double hbm_bandwidth_gbps = 0;
+  double nvlink_bandwidth_gbps = 0;  // per GPU per direction
+  double nic_bandwidth_gbps = 0;     // per GPU per direction
+  int gpus_per_node = 8;             // GPUs sharing one NVLink domain (72 for GB200 NVL72)
+  double nvlink_latency_ns = 0;      // per-message alpha of an NVLink transfer (NCCL level)
+  double nic_latency_ns = 0;         // per-message alpha across the scale-out network
+  double kernel_launch_overhead_ns = 0;  // gap per kernel launch not hidden by queueing
+  std::vector<GemmEfficiencyPoint> gemm_efficiency_curve;  // strictly increasing flops
+  double memory_bandwidth_efficiency = 0;  // achievable fraction of hbm_bandwidth_gbps
+  double collective_efficiency = 0;        // achievable fraction of link bandwidth (NCCL busbw)
+  std::int64_t reserved_memory_bytes = 0;  // CUDA context, NCCL buffers, workspaces, allocator slack
+
+  bool operator==(const GpuSpec&) const = default;
+
+  /// Efficiency of a GEMM of `flops`: piecewise linear in log10(flops) between curve points, clamped
+  /// to the first/last point outside the curve.
+  double gemm_efficiency(double flops) const;
+  /// Dense peak for "bf16" or "fp8" (InputError otherwise, ConfigError if the GPU has no FP8).
+  double peak_tflops(std::string_view precision) const;
+  /// hbm_bytes - reserved_memory_bytes: what the memory model may fill.
+  std::int64_t usable_memory_bytes() const { return hbm_bytes - reserved_memory_bytes; }
+};
+
+/// Throws ConfigError listing every broken sanity rule.
+void validate(const GpuSpec& gpu, std::string_view context = {});
+
+/// Strict JSON, as model_spec_from_json: all keys except peak_fp8_tflops are required.
+GpuSpec gpu_spec_from_json(const nlohmann::json& json, std::string_view context);
+GpuSpec parse_gpu_spec(std::string_view json_text, std::string_view context);
+nlohmann::json to_json(const GpuSpec& gpu);
+
+}  // namespace pipelab

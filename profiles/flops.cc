@@ -1,0 +1,131 @@
+// Megatron's model-FLOPs formula and the per-layer forward FLOPs that add up to it.
+#include <pipelab/profiles/flops.h>
+
+#include <string>
+
+#include <pipelab/base/error.h>
+#include <pipelab/profiles/model_spec.h>
+
+namespace pipelab {
+namespace {
+
+// Token-linear attention FLOPs per token per forward pass (projections), as 2 x weight elements.
+double attention_projection_flops_per_token(const ModelSpec& m) {
+  const double h = m.hidden_size;
+  const double n = m.num_attention_heads;
+  if (m.multi_latent_attention) {
+    const double qk = m.qk_head_dim + m.qk_pos_emb_head_dim;
+    // Megatron counts the q/kv LoRA norms as one extra "column" (+1).
+    const double q_term = m.q_lora_rank > 0 ? m.q_lora_rank * (h + n * qk + 1) : h * n * qk;
+    return 2 * (q_term + m.kv_lora_rank * (h + n * (m.qk_head_dim + m.v_head_dim) + 1) +
+                h * m.qk_pos_emb_head_dim);
+  }
+  const double q = static_cast<double>(m.num_attention_heads) * m.kv_channels;
+  const double kv = static_cast<double>(m.num_query_groups) * m.kv_channels;
+  return 2 * h * (q + 2 * kv);
+}
+
+double attention_out_flops_per_token(const ModelSpec& m) {
+  const double h = m.hidden_size;
+  if (m.multi_latent_attention) return 2.0 * m.num_attention_heads * m.v_head_dim * h;
+  return 2.0 * m.num_attention_heads * m.kv_channels * h;
+}
+
+// Causal core attention per token: QK^T and scores x V over half of the s keys.
+double attention_core_flops_per_token(const ModelSpec& m, double s) {
+  const double n = m.num_attention_heads;
+  if (m.multi_latent_attention) {
+    return 2 * (s * n * (m.qk_head_dim + m.qk_pos_emb_head_dim) / 2 + s * n * m.v_head_dim / 2);
+  }
+  const double q = n * m.kv_channels;
+  return 2 * (q * s / 2 * 2);
+}
+
+double mlp_flops_per_token(const ModelSpec& m, bool moe) {
+  const double h = m.hidden_size;
+  const double gated = m.swiglu ? 3 : 2;
+  if (!moe) return 2 * h * m.ffn_hidden_size * gated;
+  return 2 * h * (static_cast<double>(m.moe_ffn_hidden_size) * m.moe_router_topk * gated +
+                  static_cast<double>(m.moe_shared_expert_intermediate_size) * gated);
+}
+
+LayerFlops layer_flops(const ModelSpec& m, bool moe, double tokens, double s, double split) {
+  LayerFlops f;
+  f.qkv = tokens * attention_projection_flops_per_token(m) / split;
+  f.attention_core = tokens * attention_core_flops_per_token(m, s) / split;
+  f.attn_out = tokens * attention_out_flops_per_token(m) / split;
+  f.mlp = tokens * mlp_flops_per_token(m, moe) / split;
+  f.router = moe ? tokens * 2.0 * m.hidden_size * m.num_experts / split : 0;
+  return f;
+}
+
+void require_positive(std::string_view what, std::int64_t value) {
+  if (value <= 0) throw InputError(std::string(what) + "=" + std::to_string(value) + " must be positive");
+}
+
+}  // namespace
+
+std::int64_t padded_vocab_size(const ModelSpec& model, int vocab_divisor) {
+  require_positive("vocab_divisor", vocab_divisor);
+  return (std::int64_t{model.vocab_size} + vocab_divisor - 1) / vocab_divisor * vocab_divisor;
+}
+
+double megatron_model_flops(const ModelSpec& m, std::int64_t global_batch, std::int64_t seq_length,
+                            int vocab_divisor) {
+  require_positive("global_batch", global_batch);
+  require_positive("seq_length", seq_length);
+  const double h = m.hidden_size;
+  const double s = static_cast<double>(seq_length);
+  // MTP modules count as extra layers shaped like the last layer.
+  const int mtp = m.mtp_num_layers;
+  const bool last_is_moe = m.is_moe_layer(m.num_layers - 1);
+  const double moe_layers = m.num_moe_layers() + (last_is_moe ? mtp : 0);
+  const double dense_layers = m.num_layers - m.num_moe_layers() + (last_is_moe ? 0 : mtp);
+  const double layers = m.num_layers + mtp;
+
+  // Per token, forward only (x2 for FMA already inside); x3 below for forward + dgrad + wgrad.
+  const double per_token =
+      dense_layers * mlp_flops_per_token(m, false) + moe_layers * mlp_flops_per_token(m, true) +
+      layers * (attention_projection_flops_per_token(m) + attention_core_flops_per_token(m, s) +
+                attention_out_flops_per_token(m)) +
+      mtp * 2 * (3 * h + 2 * h * h) +                                                   // MTP norms + eh proj
+      2 * h * static_cast<double>(padded_vocab_size(m, vocab_divisor)) * (mtp + 1);  // logits
+  return 3 * static_cast<double>(global_batch) * s * per_token;
+}
+
+LayerFlops layer_forward_flops(const ModelSpec& m, int layer, std::int64_t mbs, std::int64_t seq_length,
+                               int tp, int cp) {
+  if (layer < 0 || layer >= m.num_layers) {
+    throw InputError("layer=" + std::to_string(layer) + " must be in [0, num_layers=" +
+                     std::to_string(m.num_layers) + ")");
+  }
+  require_positive("mbs", mbs);
+  require_positive("seq_length", seq_length);
+  require_positive("tp", tp);
+  require_positive("cp", cp);
+  const double s = static_cast<double>(seq_length);
+  return layer_flops(m, m.is_moe_layer(layer), static_cast<double>(mbs) * s, s, static_cast<double>(tp) * cp);
+}
+
+double logits_forward_flops(const ModelSpec& m, std::int64_t mbs, std::int64_t seq_length, int tp, int cp,
+                            int vocab_divisor) {
+  require_positive("mbs", mbs);
+  require_positive("seq_length", seq_length);
+  require_positive("tp", tp);
+  require_positive("cp", cp);
+  const double tokens = static_cast<double>(mbs) * static_cast<double>(seq_length);
+  return tokens * 2.0 * m.hidden_size * static_cast<double>(padded_vocab_size(m, vocab_divisor)) / (tp * cp);
+}
+
+double mtp_forward_flops(const ModelSpec& m, std::int64_t mbs, std::int64_t seq_length, int tp, int cp,
+                         int vocab_divisor) {
+  if (m.mtp_num_layers == 0) return 0;
+  const LayerFlops layer = layer_forward_flops(m, m.num_layers - 1, mbs, seq_length, tp, cp);
+  const double h = m.hidden_size;
+  const double tokens = static_cast<double>(mbs) * static_cast<double>(seq_length);
+  const double glue = tokens * 2 * (3 * h + 2 * h * h) / (tp * cp);  // enorm/hnorm/final norm + eh_proj
+  const double logits = logits_forward_flops(m, mbs, seq_length, tp, cp, vocab_divisor);
+  return m.mtp_num_layers * (layer.forward() + glue + logits);
+}
+
+}  // namespace pipelab

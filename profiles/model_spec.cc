@@ -1,0 +1,344 @@
+// ModelSpec: field table, strict JSON, overrides, sanity rules and parameter counts.
+#include <pipelab/profiles/model_spec.h>
+
+#include <array>
+#include <type_traits>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include <pipelab/base/error.h>
+
+#include "json_reader.h"
+
+namespace pipelab {
+namespace {
+
+using Member = std::variant<int ModelSpec::*, bool ModelSpec::*, std::string ModelSpec::*>;
+
+struct Field {
+  std::string_view key;
+  Member member;
+  bool required = false;
+};
+
+// One row per JSON key, in documentation order; drives from_json, to_json and apply_override.
+const std::array kFields = {
+    Field{"name", &ModelSpec::name, true},
+    Field{"num_layers", &ModelSpec::num_layers, true},
+    Field{"hidden_size", &ModelSpec::hidden_size, true},
+    Field{"ffn_hidden_size", &ModelSpec::ffn_hidden_size},
+    Field{"num_attention_heads", &ModelSpec::num_attention_heads, true},
+    Field{"num_query_groups", &ModelSpec::num_query_groups},
+    Field{"kv_channels", &ModelSpec::kv_channels},
+    Field{"vocab_size", &ModelSpec::vocab_size, true},
+    Field{"seq_length", &ModelSpec::seq_length, true},
+    Field{"swiglu", &ModelSpec::swiglu},
+    Field{"untie_embeddings_and_output_weights", &ModelSpec::untie_embeddings_and_output_weights},
+    Field{"normalization", &ModelSpec::normalization},
+    Field{"position_embedding_type", &ModelSpec::position_embedding_type},
+    Field{"add_bias_linear", &ModelSpec::add_bias_linear},
+    Field{"qk_layernorm", &ModelSpec::qk_layernorm},
+    Field{"num_experts", &ModelSpec::num_experts},
+    Field{"moe_router_topk", &ModelSpec::moe_router_topk},
+    Field{"moe_ffn_hidden_size", &ModelSpec::moe_ffn_hidden_size},
+    Field{"moe_shared_expert_intermediate_size", &ModelSpec::moe_shared_expert_intermediate_size},
+    Field{"moe_layer_freq", &ModelSpec::moe_layer_freq},
+    Field{"num_dense_layers", &ModelSpec::num_dense_layers},
+    Field{"multi_latent_attention", &ModelSpec::multi_latent_attention},
+    Field{"q_lora_rank", &ModelSpec::q_lora_rank},
+    Field{"kv_lora_rank", &ModelSpec::kv_lora_rank},
+    Field{"qk_head_dim", &ModelSpec::qk_head_dim},
+    Field{"qk_pos_emb_head_dim", &ModelSpec::qk_pos_emb_head_dim},
+    Field{"v_head_dim", &ModelSpec::v_head_dim},
+    Field{"mtp_num_layers", &ModelSpec::mtp_num_layers},
+};
+
+const Field* find_field(std::string_view key) {
+  for (const Field& field : kFields) {
+    if (field.key == key) return &field;
+  }
+  return nullptr;
+}
+
+// Megatron's default when --ffn-hidden-size is not given (arguments.py): 4h, or 2/3 of that rounded
+// down to a multiple of 64 with SwiGLU.
+int default_ffn_hidden_size(int hidden_size, bool swiglu) {
+  if (!swiglu) return 4 * hidden_size;
+  return static_cast<int>((4.0 * hidden_size * 2 / 3) / 64) * 64;
+}
+
+std::int64_t norm_params(const ModelSpec& m, std::int64_t width) {
+  return m.normalization == "rmsnorm" ? width : 2 * width;  // LayerNorm has a bias
+}
+
+std::int64_t gated_factor(const ModelSpec& m) { return m.swiglu ? 3 : 2; }
+
+// One MLP of width `ffn` (an expert or the dense MLP), without its norm.
+std::int64_t mlp_block_params(const ModelSpec& m, std::int64_t ffn) {
+  const std::int64_t h = m.hidden_size;
+  std::int64_t params = gated_factor(m) * h * ffn;
+  if (m.add_bias_linear) params += (m.swiglu ? 2 : 1) * ffn + h;
+  return params;
+}
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+bool ModelSpec::is_moe_layer(int layer) const {
+  return num_experts > 0 && layer >= num_dense_layers && moe_layer_freq > 0 &&
+         layer % moe_layer_freq == 0;
+}
+
+int ModelSpec::num_moe_layers() const {
+  int count = 0;
+  for (int i = 0; i < num_layers; ++i) count += is_moe_layer(i) ? 1 : 0;
+  return count;
+}
+
+std::int64_t ModelSpec::query_projection_size() const {
+  if (multi_latent_attention) {
+    return std::int64_t{num_attention_heads} * (qk_head_dim + qk_pos_emb_head_dim);
+  }
+  return std::int64_t{num_attention_heads} * kv_channels;
+}
+
+std::int64_t ModelSpec::attention_params() const {
+  const std::int64_t h = hidden_size;
+  const std::int64_t n = num_attention_heads;
+  std::int64_t params = norm_params(*this, h);
+  if (multi_latent_attention) {
+    // DeepSeek-V2 MLA: q down/up (or one q projection), kv down + shared RoPE key, kv up, out proj.
+    const std::int64_t qk = qk_head_dim + qk_pos_emb_head_dim;
+    params += q_lora_rank > 0 ? h * q_lora_rank + norm_params(*this, q_lora_rank) + q_lora_rank * n * qk
+                              : h * n * qk;
+    params += h * (kv_lora_rank + qk_pos_emb_head_dim) + norm_params(*this, kv_lora_rank) +
+              std::int64_t{kv_lora_rank} * n * (qk_head_dim + v_head_dim);
+    params += n * v_head_dim * h;
+    if (add_bias_linear) params += h;
+    return params;
+  }
+  const std::int64_t q = n * kv_channels;
+  const std::int64_t kv = std::int64_t{num_query_groups} * kv_channels;
+  params += h * (q + 2 * kv) + q * h;
+  if (add_bias_linear) params += q + 2 * kv + h;
+  if (qk_layernorm) params += 2 * norm_params(*this, kv_channels);
+  return params;
+}
+
+std::int64_t ModelSpec::dense_mlp_params() const {
+  return norm_params(*this, hidden_size) + mlp_block_params(*this, ffn_hidden_size);
+}
+
+std::int64_t ModelSpec::moe_mlp_params() const {
+  const std::int64_t h = hidden_size;
+  std::int64_t params = norm_params(*this, h) + h * num_experts;  // norm + router
+  params += std::int64_t{num_experts} * mlp_block_params(*this, moe_ffn_hidden_size);
+  if (moe_shared_expert_intermediate_size > 0) {
+    params += mlp_block_params(*this, moe_shared_expert_intermediate_size);
+  }
+  return params;
+}
+
+std::int64_t ModelSpec::layer_params(int layer) const {
+  return attention_params() + (is_moe_layer(layer) ? moe_mlp_params() : dense_mlp_params());
+}
+
+std::int64_t ModelSpec::embedding_params() const {
+  const std::int64_t h = hidden_size;
+  std::int64_t params = std::int64_t{vocab_size} * h;
+  if (position_embedding_type == "learned_absolute") params += std::int64_t{seq_length} * h;
+  if (untie_embeddings_and_output_weights) params += std::int64_t{vocab_size} * h;
+  return params;
+}
+
+std::int64_t ModelSpec::mtp_params() const {
+  if (mtp_num_layers == 0) return 0;
+  // DeepSeek-V3 MTP module: enorm + hnorm, eh_proj 2h -> h, one transformer layer, final norm.
+  const std::int64_t h = hidden_size;
+  const std::int64_t module =
+      3 * norm_params(*this, h) + 2 * h * h + layer_params(num_layers - 1);
+  return mtp_num_layers * module;
+}
+
+std::int64_t ModelSpec::total_params() const {
+  std::int64_t params = embedding_params() + norm_params(*this, hidden_size);  // + final norm
+  for (int i = 0; i < num_layers; ++i) params += layer_params(i);
+  return params;
+}
+
+std::int64_t ModelSpec::active_params() const {
+  const std::int64_t idle_experts = std::int64_t{num_experts} - moe_router_topk;
+  return total_params() -
+         num_moe_layers() * idle_experts * mlp_block_params(*this, moe_ffn_hidden_size);
+}
+
+const std::vector<std::string>& model_spec_keys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    for (const Field& field : kFields) out.emplace_back(field.key);
+    return out;
+  }();
+  return keys;
+}
+
+void validate(const ModelSpec& m, std::string_view context) {
+  std::vector<std::string> errors;
+  auto positive = [&](std::string_view field, std::int64_t value) {
+    if (value <= 0) errors.push_back(std::string(field) + "=" + str(value) + " must be positive");
+  };
+  auto non_negative = [&](std::string_view field, std::int64_t value) {
+    if (value < 0) errors.push_back(std::string(field) + "=" + str(value) + " must be >= 0");
+  };
+  if (m.name.empty()) errors.push_back("name must not be empty");
+  positive("num_layers", m.num_layers);
+  positive("hidden_size", m.hidden_size);
+  positive("ffn_hidden_size", m.ffn_hidden_size);
+  positive("num_attention_heads", m.num_attention_heads);
+  positive("num_query_groups", m.num_query_groups);
+  positive("kv_channels", m.kv_channels);
+  positive("vocab_size", m.vocab_size);
+  positive("seq_length", m.seq_length);
+  if (m.num_attention_heads > 0 && m.num_query_groups > 0 &&
+      m.num_attention_heads % m.num_query_groups != 0) {
+    errors.push_back("num_attention_heads=" + str(m.num_attention_heads) +
+                     " must be divisible by num_query_groups=" + str(m.num_query_groups));
+  }
+  if (m.normalization != "rmsnorm" && m.normalization != "layernorm") {
+    errors.push_back("normalization='" + m.normalization + "' must be 'rmsnorm' or 'layernorm'");
+  }
+  if (m.position_embedding_type != "learned_absolute" && m.position_embedding_type != "rope" &&
+      m.position_embedding_type != "none") {
+    errors.push_back("position_embedding_type='" + m.position_embedding_type +
+                     "' must be 'learned_absolute', 'rope' or 'none'");
+  }
+  non_negative("num_experts", m.num_experts);
+  if (m.num_experts > 0) {
+    if (m.moe_router_topk < 1 || m.moe_router_topk > m.num_experts) {
+      errors.push_back("moe_router_topk=" + str(m.moe_router_topk) + " must be between 1 and num_experts=" +
+                       str(m.num_experts));
+    }
+    positive("moe_ffn_hidden_size", m.moe_ffn_hidden_size);
+    non_negative("moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size);
+    positive("moe_layer_freq", m.moe_layer_freq);
+    non_negative("num_dense_layers", m.num_dense_layers);
+    if (m.num_layers > 0 && m.moe_layer_freq > 0 && m.num_dense_layers >= 0 && m.num_moe_layers() == 0) {
+      errors.push_back("num_experts=" + str(m.num_experts) + " but no layer is MoE (num_dense_layers=" +
+                       str(m.num_dense_layers) + ", moe_layer_freq=" + str(m.moe_layer_freq) +
+                       ", num_layers=" + str(m.num_layers) + ")");
+    }
+  }
+  if (m.multi_latent_attention) {
+    non_negative("q_lora_rank", m.q_lora_rank);
+    positive("kv_lora_rank", m.kv_lora_rank);
+    positive("qk_head_dim", m.qk_head_dim);
+    non_negative("qk_pos_emb_head_dim", m.qk_pos_emb_head_dim);
+    positive("v_head_dim", m.v_head_dim);
+    if (m.num_query_groups != m.num_attention_heads) {
+      errors.push_back("multi_latent_attention needs num_query_groups=num_attention_heads=" +
+                       str(m.num_attention_heads) + " (MLA has no grouped queries), got " +
+                       str(m.num_query_groups));
+    }
+  }
+  non_negative("mtp_num_layers", m.mtp_num_layers);
+  if (errors.empty()) return;
+
+  std::string message = detail::context_prefix(context) + "model '" + m.name + "': ";
+  for (std::size_t i = 0; i < errors.size(); ++i) message += (i ? "; " : "") + errors[i];
+  throw ConfigError(message);
+}
+
+ModelSpec model_spec_from_json(const nlohmann::json& json, std::string_view context) {
+  const detail::JsonReader reader(json, context, "model", model_spec_keys());
+  ModelSpec m;
+  for (const Field& field : kFields) {
+    if (!reader.has(field.key)) {
+      if (field.required) reader.get(field.key);  // throws "missing required model key"
+      continue;
+    }
+    std::visit(
+        [&](auto member) {
+          using T = std::remove_reference_t<decltype(m.*member)>;
+          if constexpr (std::is_same_v<T, int>) {
+            m.*member = reader.get_int(field.key);
+          } else if constexpr (std::is_same_v<T, bool>) {
+            m.*member = reader.get_bool(field.key, false);
+          } else {
+            m.*member = reader.get_string(field.key);
+          }
+        },
+        field.member);
+  }
+  // Megatron's derived defaults.
+  if (!reader.has("ffn_hidden_size")) m.ffn_hidden_size = default_ffn_hidden_size(m.hidden_size, m.swiglu);
+  if (!reader.has("num_query_groups")) m.num_query_groups = m.num_attention_heads;
+  if (!reader.has("kv_channels") && m.num_attention_heads > 0) {
+    if (m.hidden_size % m.num_attention_heads != 0) {
+      throw ConfigError(detail::context_prefix(context) + "model '" + m.name + "': hidden_size=" +
+                        str(m.hidden_size) + " must be divisible by num_attention_heads=" +
+                        str(m.num_attention_heads) + " to derive kv_channels (or give kv_channels)");
+    }
+    m.kv_channels = m.hidden_size / m.num_attention_heads;
+  }
+  if (!reader.has("moe_ffn_hidden_size")) m.moe_ffn_hidden_size = m.ffn_hidden_size;
+  validate(m, context);
+  return m;
+}
+
+ModelSpec parse_model_spec(std::string_view json_text, std::string_view context) {
+  return model_spec_from_json(detail::parse_json_text(json_text, context), context);
+}
+
+nlohmann::json to_json(const ModelSpec& m) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const Field& field : kFields) {
+    std::visit([&](auto member) { json[std::string(field.key)] = m.*member; }, field.member);
+  }
+  return json;
+}
+
+void apply_override(ModelSpec& model, std::string_view raw_key, std::string_view value) {
+  const std::string key = detail::normalize_key(raw_key);
+  const Field* field = find_field(key);
+  if (field == nullptr) {
+    std::string message = "unknown model field '" + std::string(raw_key) + "'";
+    if (const std::string near = detail::closest_key(key, model_spec_keys()); !near.empty()) {
+      message += " (did you mean '" + near + "'?)";
+    }
+    throw InputError(message + "; valid fields: " + detail::join(model_spec_keys()));
+  }
+  ModelSpec m = model;
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(m.*member)>;
+        if constexpr (std::is_same_v<T, int>) {
+          m.*member = detail::parse_int_value(key, value);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          m.*member = detail::parse_bool_value(key, value);
+        } else {
+          m.*member = std::string(value);
+        }
+      },
+      field->member);
+
+  // Values that were Megatron's derivation from the old sizes follow the new sizes.
+  const bool sizes_changed = key == "hidden_size" || key == "num_attention_heads" || key == "swiglu";
+  if (sizes_changed) {
+    if (model.num_attention_heads > 0 && model.kv_channels == model.hidden_size / model.num_attention_heads &&
+        m.num_attention_heads > 0 && m.hidden_size % m.num_attention_heads == 0) {
+      m.kv_channels = m.hidden_size / m.num_attention_heads;
+    }
+    if (model.num_query_groups == model.num_attention_heads) m.num_query_groups = m.num_attention_heads;
+    if (model.ffn_hidden_size == default_ffn_hidden_size(model.hidden_size, model.swiglu)) {
+      m.ffn_hidden_size = default_ffn_hidden_size(m.hidden_size, m.swiglu);
+    }
+  }
+  if ((sizes_changed || key == "ffn_hidden_size") && model.moe_ffn_hidden_size == model.ffn_hidden_size) {
+    m.moe_ffn_hidden_size = m.ffn_hidden_size;
+  }
+  validate(m, "override " + key + "=" + std::string(value));
+  model = std::move(m);
+}
+
+}  // namespace pipelab

@@ -1,0 +1,388 @@
+// ParallelConfig: derivation, legality rules (errors name field and rule), stage split, strict JSON
+// and command-line overrides.
+#include <pipelab/profiles/parallel_config.h>
+
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include <pipelab/base/error.h>
+#include <pipelab/profiles/gpu_spec.h>
+#include <pipelab/profiles/model_spec.h>
+
+#include "json_reader.h"
+
+namespace pipelab {
+namespace {
+
+const std::vector<std::string> kParallelKeys = {
+    "tp",  "pp",  "vp",  "cp",  "ep",  "dp", "world", "mbs", "gbs", "seq_length", "sequence_parallel",
+    "recompute", "distributed_optimizer", "stage_layers", "precision",
+};
+
+// Megatron's long argument names (underscored) -> our key.
+const std::vector<std::pair<std::string_view, std::string_view>> kAliases = {
+    {"tensor_model_parallel_size", "tp"},
+    {"pipeline_model_parallel_size", "pp"},
+    {"virtual_pipeline_model_parallel_size", "vp"},
+    {"context_parallel_size", "cp"},
+    {"expert_model_parallel_size", "ep"},
+    {"data_parallel_size", "dp"},
+    {"world_size", "world"},
+    {"num_gpus", "world"},
+    {"micro_batch_size", "mbs"},
+    {"global_batch_size", "gbs"},
+    {"recompute_granularity", "recompute"},
+    {"use_distributed_optimizer", "distributed_optimizer"},
+};
+
+const std::pair<std::string_view, int ParallelConfig::*> kIntFields[] = {
+    {"tp", &ParallelConfig::tp},       {"pp", &ParallelConfig::pp},   {"vp", &ParallelConfig::vp},
+    {"cp", &ParallelConfig::cp},       {"ep", &ParallelConfig::ep},   {"dp", &ParallelConfig::dp},
+    {"world", &ParallelConfig::world}, {"mbs", &ParallelConfig::mbs}, {"gbs", &ParallelConfig::gbs},
+    {"seq_length", &ParallelConfig::seq_length},
+};
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+// Rules on the stage split; empty when the split is possible.
+std::vector<ConfigIssue> stage_split_issues(const ParallelConfig& c, const ModelSpec& m) {
+  std::vector<ConfigIssue> issues;
+  const int stages = c.pp * c.vp;
+  if (c.stage_layers.empty()) {
+    if (stages <= 0 || m.num_layers % stages != 0) {
+      issues.push_back({"pp", "layers_split",
+                        "num_layers=" + str(m.num_layers) + " must split over pp*vp=" + str(stages) +
+                            " virtual stages (or give stage_layers)"});
+    }
+    return issues;
+  }
+  if (static_cast<int>(c.stage_layers.size()) != stages) {
+    issues.push_back({"stage_layers", "stage_layers_count",
+                      "stage_layers has " + str(static_cast<std::int64_t>(c.stage_layers.size())) +
+                          " entries, need pp*vp=" + str(stages)});
+  }
+  for (std::size_t i = 0; i < c.stage_layers.size(); ++i) {
+    if (c.stage_layers[i] < 0) {
+      issues.push_back({"stage_layers", "stage_layers_non_negative",
+                        "stage_layers[" + str(static_cast<std::int64_t>(i)) + "]=" + str(c.stage_layers[i]) +
+                            " must be >= 0"});
+    }
+  }
+  const std::int64_t sum = std::accumulate(c.stage_layers.begin(), c.stage_layers.end(), std::int64_t{0});
+  if (sum != m.num_layers) {
+    issues.push_back({"stage_layers", "stage_layers_sum",
+                      "stage_layers sums to " + str(sum) + ", need num_layers=" + str(m.num_layers)});
+  }
+  return issues;
+}
+
+std::vector<int> parse_int_list(std::string_view key, std::string_view value) {
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    const std::size_t end = std::min(value.find(',', start), value.size());
+    out.push_back(detail::parse_int_value(key, value.substr(start, end - start)));
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "none";
+}
+
+std::string_view to_string(Precision precision) {
+  return precision == Precision::kFp8 ? "fp8" : "bf16";
+}
+
+Recompute parse_recompute(std::string_view text) {
+  if (text == "none") return Recompute::kNone;
+  if (text == "selective") return Recompute::kSelective;
+  if (text == "full") return Recompute::kFull;
+  throw InputError("recompute='" + std::string(text) + "' must be one of: none, selective, full");
+}
+
+Precision parse_precision(std::string_view text) {
+  if (text == "bf16") return Precision::kBf16;
+  if (text == "fp8") return Precision::kFp8;
+  throw InputError("precision='" + std::string(text) + "' must be one of: bf16, fp8");
+}
+
+int ParallelConfig::microbatches() const {
+  if (mbs <= 0 || dp <= 0) {
+    throw ConfigError("microbatches() needs mbs > 0 and a resolved dp > 0 (got mbs=" + str(mbs) +
+                      ", dp=" + str(dp) + "); call resolve() first");
+  }
+  return gbs / (mbs * dp);
+}
+
+ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model) {
+  ParallelConfig c = config;
+  if (c.seq_length == 0) c.seq_length = model.seq_length;
+  const std::int64_t base = std::int64_t{c.tp} * c.pp * c.cp;
+  if (base <= 0) {
+    throw ConfigError("tp=" + str(c.tp) + ", pp=" + str(c.pp) + ", cp=" + str(c.cp) + " must be positive");
+  }
+  if (c.dp == 0 && c.world == 0) {
+    throw ConfigError("give dp or world: world = tp*pp*cp*dp derives the other");
+  }
+  if (c.dp == 0) {
+    if (c.world % base != 0) {
+      throw ConfigError("world=" + str(c.world) + " must be a multiple of tp*pp*cp = " + str(c.tp) + "*" +
+                        str(c.pp) + "*" + str(c.cp) + " = " + str(base) + " to derive dp");
+    }
+    c.dp = static_cast<int>(c.world / base);
+  } else if (c.world == 0) {
+    c.world = static_cast<int>(base * c.dp);
+  }
+  if (!c.sequence_parallel.has_value()) c.sequence_parallel = c.tp > 1;
+  return c;
+}
+
+ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gpu) {
+  ConfigCheck out;
+  auto error = [&](std::string field, std::string rule, std::string message) {
+    out.errors.push_back({std::move(field), std::move(rule), std::move(message)});
+  };
+  auto warn = [&](std::string field, std::string rule, std::string message) {
+    out.warnings.push_back({std::move(field), std::move(rule), std::move(message)});
+  };
+
+  // Sizes first: every later rule divides by them.
+  const std::pair<const char*, int> sizes[] = {{"tp", c.tp}, {"pp", c.pp}, {"vp", c.vp}, {"cp", c.cp},
+                                               {"ep", c.ep}, {"mbs", c.mbs}, {"gbs", c.gbs}};
+  for (const auto& [field, value] : sizes) {
+    if (value <= 0) error(field, "positive", std::string(field) + "=" + str(value) + " must be positive");
+  }
+  if (c.dp < 0) error("dp", "non_negative", "dp=" + str(c.dp) + " must be >= 0 (0 = derive from world)");
+  if (c.world < 0) error("world", "non_negative", "world=" + str(c.world) + " must be >= 0 (0 = derive from dp)");
+  if (c.seq_length < 0) error("seq_length", "non_negative", "seq_length=" + str(c.seq_length) + " must be >= 0");
+  if (!out.ok()) return out;
+
+  // World = TP x PP x CP x DP.
+  const std::int64_t base = std::int64_t{c.tp} * c.pp * c.cp;
+  const std::string product = str(c.tp) + "*" + str(c.pp) + "*" + str(c.cp);
+  std::int64_t dp = c.dp;
+  if (c.dp == 0 && c.world == 0) {
+    error("dp", "dp_or_world", "give dp or world: world = tp*pp*cp*dp derives the other");
+  } else if (c.dp == 0) {
+    if (c.world % base != 0) {
+      error("world", "world_size", "world=" + str(c.world) + " must be a multiple of tp*pp*cp = " + product +
+                                       " = " + str(base) + " to derive dp");
+    } else {
+      dp = c.world / base;
+    }
+  } else if (c.world != 0 && c.world != base * c.dp) {
+    error("world", "world_size", "world=" + str(c.world) + " must equal tp*pp*cp*dp = " + product + "*" +
+                                     str(c.dp) + " = " + str(base * c.dp));
+  }
+  const std::int64_t seq = c.seq_length > 0 ? c.seq_length : m.seq_length;
+  const bool sp = c.sequence_parallel_enabled();
+
+  // Tensor parallel splits heads, query groups and MLP columns.
+  if (m.num_attention_heads % c.tp != 0) {
+    error("tp", "tp_divides_heads",
+          "tp=" + str(c.tp) + " must divide num_attention_heads=" + str(m.num_attention_heads));
+  }
+  if (m.num_query_groups % c.tp != 0) {
+    error("tp", "tp_divides_query_groups",
+          "tp=" + str(c.tp) + " must divide num_query_groups=" + str(m.num_query_groups));
+  }
+  if (m.ffn_hidden_size % c.tp != 0) {
+    error("tp", "tp_divides_ffn", "tp=" + str(c.tp) + " must divide ffn_hidden_size=" + str(m.ffn_hidden_size));
+  }
+  if (m.is_moe() && m.moe_ffn_hidden_size % c.tp != 0) {
+    error("tp", "tp_divides_moe_ffn",
+          "tp=" + str(c.tp) + " must divide moe_ffn_hidden_size=" + str(m.moe_ffn_hidden_size) +
+              " (experts use tensor parallel = tp)");
+  }
+
+  // Layers over PP x VP.
+  for (auto& issue : stage_split_issues(c, m)) out.errors.push_back(std::move(issue));
+  if (c.vp > 1 && c.pp == 1) error("vp", "vp_needs_pp", "vp=" + str(c.vp) + " requires pp > 1");
+
+  // Batch: whole microbatches per DP replica.
+  if (dp > 0 && c.gbs % (std::int64_t{c.mbs} * dp) != 0) {
+    error("gbs", "gbs_divisible", "gbs=" + str(c.gbs) + " must be a multiple of mbs*dp=" + str(c.mbs * dp));
+  }
+
+  // Sequence: causal CP splits it into 2*cp load-balanced chunks; SP splits each rank's share over tp.
+  if (c.cp > 1 && seq % (2 * c.cp) != 0) {
+    error("seq_length", "cp_divides_seq",
+          "seq_length=" + str(seq) + " must be divisible by 2*cp=" + str(2 * c.cp) +
+              " (load-balanced causal context parallel)");
+  }
+  if (sp && c.tp > 1 && (seq % c.cp != 0 || (seq / c.cp) % c.tp != 0)) {
+    const std::string what = c.cp > 1 ? "seq_length/cp=" + str(seq / c.cp) : "seq_length=" + str(seq);
+    error("seq_length", "sp_divides_seq",
+          what + " must be divisible by tp=" + str(c.tp) + " with sequence_parallel");
+  }
+
+  // Experts.
+  if (c.ep > 1 && !m.is_moe()) {
+    error("ep", "ep_needs_moe", "ep=" + str(c.ep) + " requires an MoE model ('" + m.name + "' has num_experts=0)");
+  }
+  if (m.is_moe() && m.num_experts % c.ep != 0) {
+    error("ep", "ep_divides_experts", "ep=" + str(c.ep) + " must divide num_experts=" + str(m.num_experts));
+  }
+  if (dp > 0 && (dp * c.cp) % c.ep != 0) {
+    error("ep", "ep_divides_dp_cp", "ep=" + str(c.ep) + " must divide dp*cp=" + str(dp * c.cp));
+  }
+
+  if (c.precision == Precision::kFp8 && gpu.peak_fp8_tflops <= 0) {
+    error("precision", "fp8_supported",
+          "precision=fp8 needs FP8 tensor cores; '" + gpu.name + "' has peak_fp8_tflops=0");
+  }
+
+  // Legal but risky.
+  if (c.tp > gpu.gpus_per_node) {
+    warn("tp", "tp_within_node",
+         "tp=" + str(c.tp) + " exceeds gpus_per_node=" + str(gpu.gpus_per_node) + " of '" + gpu.name +
+             "': tensor-parallel collectives cross the scale-out network");
+  }
+  if (c.pp > 1 && c.vp == 1) {
+    warn("vp", "pp_without_vp",
+         "pp=" + str(c.pp) + " with vp=1: interleaving (vp>1) divides the pipeline bubble (pp-1)/m by vp");
+  }
+  if (c.cp > 1 && seq / c.cp < 2048) {
+    warn("cp", "cp_short_chunks",
+         "cp=" + str(c.cp) + " leaves seq_length/cp=" + str(seq / c.cp) +
+             " tokens per rank: context parallel pays off for long sequences (>= 2048 tokens per rank)");
+  }
+  if (dp > 0 && c.pp > 1 && c.gbs / (std::int64_t{c.mbs} * dp) < c.pp) {
+    warn("gbs", "microbatches_fill_pipeline",
+         "microbatches=" + str(c.gbs / (std::int64_t{c.mbs} * dp)) + " < pp=" + str(c.pp) +
+             ": the pipeline never fills; raise gbs or lower mbs or dp");
+  }
+  if (c.sequence_parallel == true && c.tp == 1) {
+    warn("sequence_parallel", "sp_needs_tp", "sequence_parallel has no effect with tp=1");
+  }
+  if (c.sequence_parallel == false && c.tp > 1) {
+    warn("sequence_parallel", "sp_off_with_tp",
+         "tp=" + str(c.tp) + " without sequence_parallel keeps full-sequence norm/dropout activations on every "
+                            "tensor-parallel rank");
+  }
+  return out;
+}
+
+void require_valid(const ParallelConfig& config, const ModelSpec& model, const GpuSpec& gpu) {
+  const ConfigCheck result = check(config, model, gpu);
+  if (result.ok()) return;
+  std::string message;
+  for (const auto& issue : result.errors) message += (message.empty() ? "" : "\n") + issue.message;
+  throw ConfigError(message);
+}
+
+std::vector<int> layers_per_stage(const ParallelConfig& c, const ModelSpec& m) {
+  if (c.pp <= 0 || c.vp <= 0) {
+    throw ConfigError("pp=" + str(c.pp) + " and vp=" + str(c.vp) + " must be positive");
+  }
+  const auto issues = stage_split_issues(c, m);
+  if (!issues.empty()) {
+    std::string message;
+    for (const auto& issue : issues) message += (message.empty() ? "" : "; ") + issue.message;
+    throw ConfigError(message);
+  }
+  if (!c.stage_layers.empty()) return c.stage_layers;
+  return std::vector<int>(static_cast<std::size_t>(c.pp) * c.vp, m.num_layers / (c.pp * c.vp));
+}
+
+ParallelConfig parallel_config_from_json(const nlohmann::json& json, std::string_view context) {
+  const detail::JsonReader reader(json, context, "parallel", kParallelKeys);
+  ParallelConfig c;
+  c.tp = reader.get_int("tp", c.tp);
+  c.pp = reader.get_int("pp", c.pp);
+  c.vp = reader.get_int("vp", c.vp);
+  c.cp = reader.get_int("cp", c.cp);
+  c.ep = reader.get_int("ep", c.ep);
+  c.dp = reader.get_int("dp", c.dp);
+  c.world = reader.get_int("world", c.world);
+  c.mbs = reader.get_int("mbs", c.mbs);
+  c.gbs = reader.get_int("gbs");
+  c.seq_length = reader.get_int("seq_length", c.seq_length);
+  if (reader.has("sequence_parallel")) c.sequence_parallel = reader.get_bool("sequence_parallel", false);
+  const std::string where = detail::context_prefix(context);
+  try {
+    c.recompute = parse_recompute(reader.get_string("recompute", "none"));
+    c.precision = parse_precision(reader.get_string("precision", "bf16"));
+  } catch (const InputError& e) {
+    throw InputError(where + "parallel key " + e.what());
+  }
+  c.distributed_optimizer = reader.get_bool("distributed_optimizer", c.distributed_optimizer);
+  if (reader.has("stage_layers")) {
+    const nlohmann::json& list = reader.get("stage_layers");
+    if (!list.is_array()) reader.fail_type("stage_layers", "an array of integers");
+    for (const auto& item : list) {
+      if (!item.is_number_integer()) reader.fail_type("stage_layers", "an array of integers");
+      c.stage_layers.push_back(item.get<int>());
+    }
+  }
+  return c;
+}
+
+ParallelConfig parse_parallel_config(std::string_view json_text, std::string_view context) {
+  return parallel_config_from_json(detail::parse_json_text(json_text, context), context);
+}
+
+nlohmann::json to_json(const ParallelConfig& c) {
+  nlohmann::json json = {
+      {"tp", c.tp},
+      {"pp", c.pp},
+      {"vp", c.vp},
+      {"cp", c.cp},
+      {"ep", c.ep},
+      {"dp", c.dp},
+      {"world", c.world},
+      {"mbs", c.mbs},
+      {"gbs", c.gbs},
+      {"seq_length", c.seq_length},
+      {"recompute", std::string(to_string(c.recompute))},
+      {"distributed_optimizer", c.distributed_optimizer},
+      {"stage_layers", c.stage_layers},
+      {"precision", std::string(to_string(c.precision))},
+  };
+  if (c.sequence_parallel.has_value()) json["sequence_parallel"] = *c.sequence_parallel;
+  return json;
+}
+
+void apply_override(ParallelConfig& config, std::string_view raw_key, std::string_view value) {
+  std::string key = detail::normalize_key(raw_key);
+  for (const auto& [alias, canonical] : kAliases) {
+    if (key == alias) key = std::string(canonical);
+  }
+  ParallelConfig c = config;
+  int* int_field = nullptr;
+  for (const auto& [name, member] : kIntFields) {
+    if (key == name) int_field = &(c.*member);
+  }
+  if (int_field != nullptr) {
+    *int_field = detail::parse_int_value(key, value);
+  } else if (key == "sequence_parallel") {
+    c.sequence_parallel = detail::parse_bool_value(key, value);
+  } else if (key == "distributed_optimizer") {
+    c.distributed_optimizer = detail::parse_bool_value(key, value);
+  } else if (key == "recompute") {
+    c.recompute = parse_recompute(value);
+  } else if (key == "precision") {
+    c.precision = parse_precision(value);
+  } else if (key == "stage_layers") {
+    c.stage_layers = value.empty() ? std::vector<int>{} : parse_int_list(key, value);
+  } else {
+    std::string message = "unknown parallel field '" + std::string(raw_key) + "'";
+    if (const std::string near = detail::closest_key(key, kParallelKeys); !near.empty()) {
+      message += " (did you mean '" + near + "'?)";
+    }
+    throw InputError(message + "; valid fields: " + detail::join(kParallelKeys));
+  }
+  config = std::move(c);
+}
+
+}  // namespace pipelab

@@ -1,0 +1,123 @@
+// Tests for profiles/gpu_spec.cc: efficiency interpolation, strict JSON, sanity rules.
+#include <pipelab/profiles/gpu_spec.h>
+
+#include <cmath>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <pipelab/profiles/presets.h>
+
+#include "error_message.h"
+
+namespace pipelab {
+namespace {
+
+using ::pipelab::testing::error_message;
+using ::testing::HasSubstr;
+
+GpuSpec two_point_gpu() {
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  gpu.gemm_efficiency_curve = {{1e9, 0.2}, {1e11, 0.6}};
+  return gpu;
+}
+
+TEST(GpuEfficiency, InterpolatesLogLinearlyAndClamps) {
+  const GpuSpec gpu = two_point_gpu();
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(1e9), 0.2);
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(1e11), 0.6);
+  EXPECT_NEAR(gpu.gemm_efficiency(1e10), 0.4, 1e-12);  // halfway in log10
+  EXPECT_NEAR(gpu.gemm_efficiency(std::pow(10.0, 9.5)), 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(1.0), 0.2);
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(1e15), 0.6);
+}
+
+TEST(GpuEfficiency, PresetCurvesRiseToSeventyToEightyPercent) {
+  for (const auto& name : gpu_preset_names()) {
+    const GpuSpec gpu = gpu_preset(name);
+    double previous = 0;
+    for (double flops = 1e6; flops <= 1e14; flops *= 3) {
+      const double e = gpu.gemm_efficiency(flops);
+      EXPECT_GE(e, previous) << name << " at " << flops;
+      previous = e;
+    }
+    EXPECT_LT(gpu.gemm_efficiency(1e7), 0.05) << name;  // tiny GEMMs are latency-bound
+    EXPECT_GE(gpu.gemm_efficiency(1e13), 0.7) << name;
+    EXPECT_LE(gpu.gemm_efficiency(1e13), 0.8) << name;
+  }
+}
+
+TEST(GpuSpec, PeakByPrecision) {
+  const GpuSpec h100 = gpu_preset("h100-sxm");
+  EXPECT_DOUBLE_EQ(h100.peak_tflops("bf16"), 989.4);
+  EXPECT_DOUBLE_EQ(h100.peak_tflops("fp8"), 1978.9);
+  EXPECT_THAT(error_message<ConfigError>([] { gpu_preset("a100-80g").peak_tflops("fp8"); }),
+              HasSubstr("gpu 'a100-80g' has no FP8 tensor cores"));
+  EXPECT_THAT(error_message<InputError>([&] { h100.peak_tflops("fp16"); }),
+              HasSubstr("precision='fp16' must be 'bf16' or 'fp8'"));
+}
+
+TEST(GpuSpec, LinkConventionIsPerDirection) {
+  // NVIDIA quotes total bidirectional NVLink bandwidth: A100 600, H100/H200 900, B200 1800 GB/s.
+  EXPECT_DOUBLE_EQ(gpu_preset("a100-80g").nvlink_bandwidth_gbps, 600.0 / 2);
+  EXPECT_DOUBLE_EQ(gpu_preset("h100-sxm").nvlink_bandwidth_gbps, 900.0 / 2);
+  EXPECT_DOUBLE_EQ(gpu_preset("b200").nvlink_bandwidth_gbps, 1800.0 / 2);
+  EXPECT_DOUBLE_EQ(gpu_preset("h100-sxm").nic_bandwidth_gbps, 400.0 / 8);  // 400 Gb/s
+  EXPECT_EQ(gpu_preset("gb200").gpus_per_node, 72);
+}
+
+TEST(GpuSpec, UsableMemoryExcludesReserve) {
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  EXPECT_EQ(gpu.hbm_bytes, 80LL << 30);
+  EXPECT_EQ(gpu.usable_memory_bytes(), gpu.hbm_bytes - gpu.reserved_memory_bytes);
+}
+
+TEST(GpuSpecJson, RoundTripsEveryPreset) {
+  for (const auto& name : gpu_preset_names()) {
+    const GpuSpec gpu = gpu_preset(name);
+    EXPECT_EQ(gpu_spec_from_json(to_json(gpu), "round trip"), gpu) << name;
+  }
+}
+
+TEST(GpuSpecJson, ErrorsNameTheKey) {
+  nlohmann::json json = to_json(gpu_preset("h100-sxm"));
+  json["nvlink_bw"] = 1;
+  EXPECT_THAT(error_message<InputError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("g.json: unknown gpu key 'nvlink_bw'"));
+
+  json = to_json(gpu_preset("h100-sxm"));
+  json.erase("hbm_bandwidth_gbps");
+  EXPECT_THAT(error_message<InputError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("g.json: missing required gpu key 'hbm_bandwidth_gbps'"));
+
+  json = to_json(gpu_preset("h100-sxm"));
+  json["hbm_bytes"] = 80.5;
+  EXPECT_THAT(error_message<InputError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("gpu key 'hbm_bytes' must be an integer"));
+
+  json = to_json(gpu_preset("h100-sxm"));
+  json["gemm_efficiency_curve"][1]["efficiency"] = "high";
+  EXPECT_THAT(error_message<InputError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("g.json: gemm_efficiency_curve[1]: gemm efficiency point key 'efficiency' must be a number"));
+
+  json = to_json(gpu_preset("h100-sxm"));
+  json.erase("peak_fp8_tflops");  // optional: 0 = no FP8
+  EXPECT_EQ(gpu_spec_from_json(json, "g.json").peak_fp8_tflops, 0);
+}
+
+TEST(GpuSpecRules, ViolationsNameFieldAndRule) {
+  GpuSpec gpu = two_point_gpu();
+  gpu.gemm_efficiency_curve = {{1e11, 0.6}, {1e9, 1.5}};
+  gpu.collective_efficiency = 0;
+  gpu.reserved_memory_bytes = gpu.hbm_bytes;
+  const std::string message = error_message<ConfigError>([&] { validate(gpu, "g.json"); });
+  EXPECT_THAT(message, HasSubstr("g.json: gpu 'h100-sxm': "));
+  EXPECT_THAT(message, HasSubstr("gemm_efficiency_curve[1].efficiency=1.5 must be in (0, 1]"));
+  EXPECT_THAT(message, HasSubstr("gemm_efficiency_curve[1].flops=1e+09 must be greater than the previous point's"));
+  EXPECT_THAT(message, HasSubstr("collective_efficiency=0 must be in (0, 1]"));
+  EXPECT_THAT(message, HasSubstr("reserved_memory_bytes=85899345920 must be >= 0 and below hbm_bytes"));
+}
+
+}  // namespace
+}  // namespace pipelab

@@ -1,0 +1,312 @@
+// Tests for profiles/parallel_config.cc: derivation, every legality rule's message, stage split, JSON.
+#include <pipelab/profiles/parallel_config.h>
+
+#include <algorithm>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <pipelab/profiles/presets.h>
+
+#include "error_message.h"
+
+namespace pipelab {
+namespace {
+
+using ::pipelab::testing::error_message;
+using ::testing::HasSubstr;
+
+// Llama 3 70B on 64 H100s: tp 8, pp 4, vp 5 (80 layers = 4*5*4), dp 2, 64 microbatches.
+ParallelConfig good_config() {
+  ParallelConfig c;
+  c.tp = 8;
+  c.pp = 4;
+  c.vp = 5;
+  c.world = 64;
+  c.gbs = 128;
+  return c;
+}
+
+std::string all_messages(const std::vector<ConfigIssue>& issues) {
+  std::string out;
+  for (const auto& issue : issues) out += issue.message + "\n";
+  return out;
+}
+
+bool has_rule(const std::vector<ConfigIssue>& issues, std::string_view field, std::string_view rule) {
+  return std::any_of(issues.begin(), issues.end(),
+                     [&](const ConfigIssue& i) { return i.field == field && i.rule == rule; });
+}
+
+class ParallelRules : public ::testing::Test {
+ protected:
+  std::string errors(const ParallelConfig& c, const char* model = "llama3-70b", const char* gpu = "h100-sxm") {
+    return all_messages(check(c, model_preset(model), gpu_preset(gpu)).errors);
+  }
+  std::string warnings(const ParallelConfig& c, const char* model = "llama3-70b") {
+    return all_messages(check(c, model_preset(model), gpu_preset("h100-sxm")).warnings);
+  }
+};
+
+TEST_F(ParallelRules, GoodConfigIsClean) {
+  const ConfigCheck result = check(good_config(), model_preset("llama3-70b"), gpu_preset("h100-sxm"));
+  EXPECT_TRUE(result.ok()) << all_messages(result.errors);
+  EXPECT_TRUE(result.warnings.empty()) << all_messages(result.warnings);
+  EXPECT_NO_THROW(require_valid(good_config(), model_preset("llama3-70b"), gpu_preset("h100-sxm")));
+}
+
+TEST_F(ParallelRules, WorldMustEqualProduct) {
+  ParallelConfig c = good_config();
+  c.tp = 4;
+  c.vp = 1;
+  c.dp = 4;
+  c.world = 60;
+  EXPECT_THAT(errors(c), HasSubstr("world=60 must equal tp*pp*cp*dp = 4*4*1*4 = 64"));
+  const ConfigCheck result = check(c, model_preset("llama3-70b"), gpu_preset("h100-sxm"));
+  EXPECT_TRUE(has_rule(result.errors, "world", "world_size"));
+
+  c.dp = 0;
+  EXPECT_THAT(errors(c), HasSubstr("world=60 must be a multiple of tp*pp*cp = 4*4*1 = 16 to derive dp"));
+  c.world = 0;
+  EXPECT_THAT(errors(c), HasSubstr("give dp or world"));
+}
+
+TEST_F(ParallelRules, TensorParallelDividesHeadsGroupsAndFfn) {
+  ParallelConfig c = good_config();
+  c.tp = 16;
+  c.world = 128;
+  EXPECT_THAT(errors(c), HasSubstr("tp=16 must divide num_query_groups=8"));
+  EXPECT_THAT(errors(c, "gpt-1.5b"), HasSubstr("tp=16 must divide num_attention_heads=24"));
+  ModelSpec odd_ffn = model_preset("gpt-1.5b");
+  apply_override(odd_ffn, "ffn_hidden_size", "9004");
+  c.world = 0;
+  c.dp = 1;
+  c.tp = 8;
+  c.vp = 1;
+  c.stage_layers = {5, 6, 6, 5};
+  EXPECT_THAT(all_messages(check(c, odd_ffn, gpu_preset("h100-sxm")).errors),
+              HasSubstr("tp=8 must divide ffn_hidden_size=9004"));
+}
+
+TEST_F(ParallelRules, LayersSplitOverVirtualStages) {
+  ParallelConfig c = good_config();
+  c.vp = 3;
+  EXPECT_THAT(errors(c), HasSubstr("num_layers=80 must split over pp*vp=12 virtual stages (or give stage_layers)"));
+  c.vp = 2;
+  c.stage_layers = {10, 10, 10, 10, 10, 10, 10};
+  EXPECT_THAT(errors(c), HasSubstr("stage_layers has 7 entries, need pp*vp=8"));
+  c.stage_layers = {9, 10, 10, 10, 10, 10, 10, 10};
+  EXPECT_THAT(errors(c), HasSubstr("stage_layers sums to 79, need num_layers=80"));
+  c.stage_layers = {-1, 11, 10, 10, 10, 10, 10, 20};
+  EXPECT_THAT(errors(c), HasSubstr("stage_layers[0]=-1 must be >= 0"));
+  c.stage_layers = {9, 10, 10, 10, 10, 10, 10, 11};
+  EXPECT_EQ(errors(c), "");
+}
+
+TEST_F(ParallelRules, GlobalBatchIsWholeMicrobatches) {
+  ParallelConfig c = good_config();
+  c.tp = 4;
+  c.vp = 1;
+  c.world = 4 * 4 * 4;
+  c.mbs = 2;
+  c.gbs = 100;
+  EXPECT_THAT(errors(c), HasSubstr("gbs=100 must be a multiple of mbs*dp=8"));
+}
+
+TEST_F(ParallelRules, SequenceSplitsOverCpAndSequenceParallel) {
+  ParallelConfig c = good_config();
+  c.cp = 4;
+  c.world = 256;
+  c.seq_length = 8196;
+  const std::string e = errors(c);
+  EXPECT_THAT(e, HasSubstr("seq_length=8196 must be divisible by 2*cp=8 (load-balanced causal context parallel)"));
+  EXPECT_THAT(e, HasSubstr("seq_length/cp=2049 must be divisible by tp=8 with sequence_parallel"));
+
+  c = good_config();
+  c.seq_length = 8196;
+  EXPECT_THAT(errors(c), HasSubstr("seq_length=8196 must be divisible by tp=8 with sequence_parallel"));
+  c.sequence_parallel = false;
+  EXPECT_EQ(errors(c), "");
+}
+
+TEST_F(ParallelRules, ExpertParallel) {
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = 4;
+  c.vp = 2;
+  c.ep = 3;
+  c.world = 16;  // dp = 4
+  c.gbs = 64;
+  const std::string e = errors(c, "mixtral-8x7b");
+  EXPECT_THAT(e, HasSubstr("ep=3 must divide dp*cp=4"));
+  EXPECT_THAT(e, HasSubstr("ep=3 must divide num_experts=8"));
+  c.ep = 2;
+  EXPECT_THAT(errors(c), HasSubstr("ep=2 requires an MoE model ('llama3-70b' has num_experts=0)"));
+  EXPECT_EQ(errors(c, "mixtral-8x7b"), "");
+}
+
+TEST_F(ParallelRules, OtherErrors) {
+  ParallelConfig c = good_config();
+  c.precision = Precision::kFp8;
+  EXPECT_THAT(errors(c, "llama3-70b", "a100-80g"),
+              HasSubstr("precision=fp8 needs FP8 tensor cores; 'a100-80g' has peak_fp8_tflops=0"));
+  EXPECT_EQ(errors(c, "llama3-70b", "h100-sxm"), "");
+
+  c = good_config();
+  c.pp = 1;
+  c.vp = 2;
+  c.world = 16;
+  EXPECT_THAT(errors(c), HasSubstr("vp=2 requires pp > 1"));
+
+  c = good_config();
+  c.tp = 0;
+  c.mbs = -1;
+  const std::string e = errors(c);
+  EXPECT_THAT(e, HasSubstr("tp=0 must be positive"));
+  EXPECT_THAT(e, HasSubstr("mbs=-1 must be positive"));
+}
+
+TEST_F(ParallelRules, RiskyButLegalChoicesWarn) {
+  ParallelConfig c;
+  c.tp = 16;
+  c.pp = 4;
+  c.world = 64;
+  c.gbs = 2;
+  c.stage_layers = {15, 16, 16, 15};  // 62 layers
+  const ConfigCheck result = check(c, model_preset("gpt-28.3b"), gpu_preset("h100-sxm"));
+  const std::string w = all_messages(result.warnings);
+  EXPECT_THAT(w, HasSubstr("tp=16 exceeds gpus_per_node=8 of 'h100-sxm'"));
+  EXPECT_THAT(w, HasSubstr("pp=4 with vp=1: interleaving (vp>1)"));
+  EXPECT_THAT(w, HasSubstr("microbatches=2 < pp=4: the pipeline never fills"));
+  EXPECT_TRUE(has_rule(result.warnings, "tp", "tp_within_node"));
+  EXPECT_TRUE(result.ok()) << all_messages(result.errors);
+
+  ParallelConfig small;
+  small.cp = 8;
+  small.world = 8;
+  small.gbs = 4;
+  small.sequence_parallel = true;
+  const std::string w2 = warnings(small);
+  EXPECT_THAT(w2, HasSubstr("cp=8 leaves seq_length/cp=1024 tokens per rank"));
+  EXPECT_THAT(w2, HasSubstr("sequence_parallel has no effect with tp=1"));
+}
+
+TEST_F(ParallelRules, RequireValidJoinsEveryError) {
+  ParallelConfig c = good_config();
+  c.vp = 3;
+  c.gbs = 101;
+  const std::string message = error_message<ConfigError>(
+      [&] { require_valid(c, model_preset("llama3-70b"), gpu_preset("h100-sxm")); });
+  EXPECT_THAT(message, HasSubstr("num_layers=80 must split over pp*vp=12"));
+  EXPECT_THAT(message, HasSubstr("\ngbs=101 must be a multiple of mbs*dp=2"));
+}
+
+TEST(ParallelResolve, DerivesDpWorldSeqAndSequenceParallel) {
+  const ModelSpec model = model_preset("llama3-70b");
+  const ParallelConfig r = resolve(good_config(), model);
+  EXPECT_EQ(r.dp, 2);
+  EXPECT_EQ(r.world, 64);
+  EXPECT_EQ(r.seq_length, 8192);
+  EXPECT_EQ(r.sequence_parallel, true);
+  EXPECT_EQ(r.microbatches(), 64);
+
+  ParallelConfig by_dp;
+  by_dp.tp = 2;
+  by_dp.dp = 3;
+  by_dp.gbs = 12;
+  by_dp.seq_length = 4096;
+  const ParallelConfig r2 = resolve(by_dp, model);
+  EXPECT_EQ(r2.world, 6);
+  EXPECT_EQ(r2.seq_length, 4096);
+  EXPECT_EQ(r2.microbatches(), 4);
+
+  ParallelConfig no_tp;
+  no_tp.world = 8;
+  no_tp.gbs = 8;
+  EXPECT_EQ(resolve(no_tp, model).sequence_parallel, false);
+}
+
+TEST(ParallelResolve, ErrorsWhenDpCannotBeDerived) {
+  const ModelSpec model = model_preset("llama3-70b");
+  ParallelConfig c = good_config();
+  c.world = 60;
+  EXPECT_THAT(error_message<ConfigError>([&] { resolve(c, model); }),
+              HasSubstr("world=60 must be a multiple of tp*pp*cp = 8*4*1 = 32 to derive dp"));
+  c.world = 0;
+  EXPECT_THAT(error_message<ConfigError>([&] { resolve(c, model); }), HasSubstr("give dp or world"));
+  EXPECT_THAT(error_message<ConfigError>([&] { good_config().microbatches(); }),
+              HasSubstr("call resolve() first"));
+}
+
+TEST(ParallelStages, EvenOrExplicitSplit) {
+  const ModelSpec model = model_preset("llama3-70b");
+  ParallelConfig c = good_config();
+  EXPECT_EQ(layers_per_stage(c, model), std::vector<int>(20, 4));
+  c.vp = 1;
+  c.stage_layers = {19, 21, 21, 19};
+  EXPECT_EQ(layers_per_stage(c, model), (std::vector<int>{19, 21, 21, 19}));
+  c.stage_layers = {20, 20, 20};
+  EXPECT_THAT(error_message<ConfigError>([&] { layers_per_stage(c, model); }),
+              HasSubstr("stage_layers has 3 entries, need pp*vp=4"));
+}
+
+TEST(ParallelJson, RoundTripAndStrictKeys) {
+  ParallelConfig c = good_config();
+  c.stage_layers = std::vector<int>(20, 4);
+  c.recompute = Recompute::kSelective;
+  c.precision = Precision::kFp8;
+  c.sequence_parallel = true;
+  EXPECT_EQ(parallel_config_from_json(to_json(c), "p.json"), c);
+  EXPECT_EQ(parallel_config_from_json(to_json(ParallelConfig{.gbs = 8}), "p.json"), ParallelConfig{.gbs = 8});
+
+  const ParallelConfig parsed =
+      parse_parallel_config(R"({"tp": 2, "pp": 2, "world": 8, "gbs": 16, "recompute": "full"})", "p.json");
+  EXPECT_EQ(parsed.tp, 2);
+  EXPECT_EQ(parsed.recompute, Recompute::kFull);
+  EXPECT_FALSE(parsed.sequence_parallel.has_value());
+
+  EXPECT_THAT(error_message<InputError>([] { parse_parallel_config(R"({"tp": 2})", "p.json"); }),
+              HasSubstr("p.json: missing required parallel key 'gbs'"));
+  EXPECT_THAT(error_message<InputError>([] { parse_parallel_config(R"({"gbs": 8, "tpp": 2})", "p.json"); }),
+              HasSubstr("p.json: unknown parallel key 'tpp' (did you mean 'tp'?)"));
+  EXPECT_THAT(error_message<InputError>([] { parse_parallel_config(R"({"gbs": 8, "recompute": "most"})", "p.json"); }),
+              HasSubstr("recompute='most' must be one of: none, selective, full"));
+  EXPECT_THAT(error_message<InputError>([] { parse_parallel_config(R"({"gbs": 8, "stage_layers": [1, "2"]})", "p.json"); }),
+              HasSubstr("parallel key 'stage_layers' must be an array of integers"));
+}
+
+TEST(ParallelOverride, AcceptsOurAndMegatronNames) {
+  ParallelConfig c;
+  apply_override(c, "--tensor-model-parallel-size", "8");
+  apply_override(c, "pipeline_model_parallel_size", "4");
+  apply_override(c, "--virtual-pipeline-model-parallel-size", "2");
+  apply_override(c, "global-batch-size", "256");
+  apply_override(c, "micro_batch_size", "2");
+  apply_override(c, "recompute-granularity", "selective");
+  apply_override(c, "use-distributed-optimizer", "false");
+  apply_override(c, "stage_layers", "9,10,10,11,10,10,10,10");
+  apply_override(c, "precision", "fp8");
+  apply_override(c, "world", "64");
+  EXPECT_EQ(c.tp, 8);
+  EXPECT_EQ(c.pp, 4);
+  EXPECT_EQ(c.vp, 2);
+  EXPECT_EQ(c.gbs, 256);
+  EXPECT_EQ(c.mbs, 2);
+  EXPECT_EQ(c.recompute, Recompute::kSelective);
+  EXPECT_FALSE(c.distributed_optimizer);
+  EXPECT_EQ(c.stage_layers, (std::vector<int>{9, 10, 10, 11, 10, 10, 10, 10}));
+  EXPECT_EQ(c.precision, Precision::kFp8);
+  EXPECT_EQ(c.world, 64);
+
+  EXPECT_THAT(error_message<InputError>([&] { apply_override(c, "pipline", "2"); }),
+              HasSubstr("unknown parallel field 'pipline'"));
+  EXPECT_THAT(error_message<InputError>([&] { apply_override(c, "tp", "eight"); }),
+              HasSubstr("tp=eight: expected an integer"));
+  EXPECT_THAT(error_message<InputError>([&] { apply_override(c, "stage_layers", "1,,2"); }),
+              HasSubstr("stage_layers=: expected an integer"));
+  EXPECT_EQ(c.tp, 8);
+}
+
+}  // namespace
+}  // namespace pipelab
