@@ -1,5 +1,6 @@
 # Fails when a module includes a pipelab header of a module it may not depend on
 # (DESIGN.md section 1). Run by ctest as `layering.includes`.
+cmake_policy(SET CMP0057 NEW)  # if(IN_LIST) in script mode
 set(allowed_schedules base schedules)
 set(allowed_profiles  base profiles)
 set(allowed_sim       base schedules profiles sim)

@@ -1,0 +1,49 @@
+// The discrete-event simulator of a lowered schedule (DESIGN.md §3): integer nanoseconds, events
+// ordered by (time, insertion sequence), so identical input gives byte-identical output.
+//
+// Semantics (the runtime matches them): each rank runs its list in order on one compute stream;
+// an action starts when the stream is free and its prerequisites (schedules/dependencies.h) hold;
+// SEND posts a transfer on the rank's outgoing link (transfers serialize per link) and the receiver
+// may use the data once it has arrived; RECV is a non-blocking post; an F&B unit runs as one unit
+// whose time the cost model gives.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pipelab/schedules/schedule.h"
+#include "pipelab/schedules/timeline.h"
+#include "pipelab/sim/cost_model.h"
+
+namespace pipelab::sim {
+
+/// Activation memory of one microbatch at one stage: allocated when its F starts; an I frees
+/// `freed_by_input_grad` of it, and its W (or a full B) frees the rest.
+struct StageActivation {
+  std::int64_t bytes = 0;
+  std::int64_t freed_by_input_grad = 0;
+};
+
+struct MemorySample {
+  std::int64_t time_ns;
+  std::int64_t bytes;  // activation bytes held by the rank from this time on
+  bool operator==(const MemorySample&) const = default;
+};
+
+struct SimOptions {
+  /// Per stage; empty = no activation tracking.
+  std::vector<StageActivation> activations;
+};
+
+struct SimResult {
+  Timeline timeline;
+  std::vector<std::vector<MemorySample>> memory;   // per rank, a step function over time
+  std::vector<std::int64_t> peak_activation_bytes;  // per rank
+  std::uint64_t events = 0;                         // events processed (for benchmarks)
+};
+
+/// Simulates one iteration of a lowered schedule. Throws ScheduleError on deadlock, naming every
+/// stuck rank, its action and what it waits for.
+SimResult simulate(const Schedule& lowered, const CostModel& cost, const SimOptions& options = {});
+
+}  // namespace pipelab::sim

@@ -1,0 +1,232 @@
+// Discrete-event core; see engine.h. Events are (time, seq, kind, rank, payload) in a binary heap.
+// A rank that cannot start its next action parks on the missing signal (an intrusive list per
+// signal; a rank waits on at most one at a time) and is woken when the signal arrives.
+#include "pipelab/sim/engine.h"
+
+#include <queue>
+#include <string>
+
+#include "pipelab/base/error.h"
+#include "pipelab/schedules/dependencies.h"
+
+namespace pipelab::sim {
+namespace {
+
+enum class EventKind : std::uint8_t { RankReady, ActionDone, SignalArrives };
+
+struct Event {
+  std::int64_t time;
+  std::uint64_t seq;
+  EventKind kind;
+  std::int32_t rank;
+  std::uint64_t payload;  // ActionDone: list position; SignalArrives: signal index
+
+  // std::priority_queue is a max-heap: "greater" means later.
+  bool operator<(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+constexpr std::int64_t kNotYet = -1;
+
+class Engine {
+ public:
+  Engine(const Schedule& s, const CostModel& cost, const SimOptions& options)
+      : s_(s),
+        cost_(cost),
+        options_(options),
+        index_(s.shape),
+        available_(index_.size(), kNotYet),
+        waiting_head_(index_.size(), -1),
+        ranks_(s.ranks.size()) {
+    result_.timeline.ranks.resize(s.ranks.size());
+    result_.memory.resize(s.ranks.size());
+    result_.peak_activation_bytes.assign(s.ranks.size(), 0);
+    if (!options.activations.empty() && static_cast<int>(options.activations.size()) != s.shape.stages) {
+      throw InputError("simulate: activation table has " + std::to_string(options.activations.size()) +
+                       " stages, schedule has " + std::to_string(s.shape.stages));
+    }
+  }
+
+  SimResult run() {
+    for (std::size_t r = 0; r < ranks_.size(); ++r) push(0, EventKind::RankReady, static_cast<int>(r), 0);
+    while (!queue_.empty()) {
+      const Event e = queue_.top();
+      queue_.pop();
+      ++result_.events;
+      now_ = e.time;
+      switch (e.kind) {
+        case EventKind::RankReady: advance(e.rank); break;
+        case EventKind::ActionDone: finish(e.rank, e.payload); break;
+        case EventKind::SignalArrives: arrive(e.payload); break;
+      }
+    }
+    report_deadlock();
+    return std::move(result_);
+  }
+
+ private:
+  struct RankState {
+    std::size_t pos = 0;
+    std::int64_t free_at = 0;   // compute stream busy until
+    std::int64_t link_free = 0; // outgoing link busy until
+    bool busy = false;
+    std::int32_t next_waiting = -1;  // intrusive list of ranks parked on one signal
+    std::int64_t held_bytes = 0;
+  };
+
+  void push(std::int64_t t, EventKind k, int rank, std::uint64_t payload) {
+    queue_.push(Event{t, seq_++, k, rank, payload});
+  }
+
+  const std::vector<Slot>& list(int r) const { return s_.ranks[static_cast<std::size_t>(r)]; }
+
+  // Runs zero-time posts and starts the next compute action of rank r, if it can start now.
+  void advance(int r) {
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    if (st.busy) return;
+    const auto& actions = list(r);
+    while (st.pos < actions.size()) {
+      if (!actions[st.pos]) {  // idle slots carry no meaning for timing
+        ++st.pos;
+        continue;
+      }
+      const Action& a = *actions[st.pos];
+      for (const SignalKey& k : prerequisites(a, s_.shape, CommMode::Explicit)) {
+        const std::size_t sig = index_(k);
+        if (available_[sig] == kNotYet || available_[sig] > now_) {
+          park(r, sig);
+          return;
+        }
+      }
+      if (is_comm(a.op)) {
+        post(r, a);
+        ++st.pos;
+        continue;
+      }
+      const std::int64_t duration = cost_.duration_ns(r, a);
+      result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(
+          TimelineEvent{a, Stream::Compute, now_, now_ + duration, 0, cost_.flops(a)});
+      allocate(r, a);
+      st.busy = true;
+      st.free_at = now_ + duration;
+      push(st.free_at, EventKind::ActionDone, r, st.pos);
+      return;
+    }
+  }
+
+  void finish(int r, std::uint64_t pos) {
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    const Action& a = *list(r)[pos];
+    release(r, a);
+    for (const SignalKey& k : completions(a)) arrive(index_(k));
+    st.busy = false;
+    ++st.pos;
+    advance(r);
+  }
+
+  // SEND: the transfer occupies this rank's outgoing link; the signal holds when the data arrives.
+  // RECV: a non-blocking post; nothing to do.
+  void post(int r, const Action& a) {
+    if (a.op != Op::SendF && a.op != Op::SendB) return;
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    const int peer_stage = a.op == Op::SendF ? a.stage + 1 : a.stage - 1;
+    const int dst = s_.shape.rank_of(peer_stage);
+    const std::int64_t bytes = cost_.boundary_bytes(a.op == Op::SendF ? a.stage : peer_stage);
+    const std::int64_t start = std::max(now_, st.link_free);
+    const std::int64_t end = start + cost_.p2p_ns(bytes, r, dst);
+    st.link_free = end;
+    result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(TimelineEvent{a, Stream::Send, start, end, bytes, 0});
+    const Action recv = Action::make(a.op == Op::SendF ? Op::RecvF : Op::RecvB, peer_stage, a.mb);
+    result_.timeline.ranks[static_cast<std::size_t>(dst)].push_back(TimelineEvent{recv, Stream::Recv, start, end, bytes, 0});
+    const std::size_t sig = index_(completions(a).items[0]);
+    if (end == now_) {
+      arrive(sig);
+    } else {
+      push(end, EventKind::SignalArrives, r, sig);
+    }
+  }
+
+  void park(int r, std::size_t sig) {
+    ranks_[static_cast<std::size_t>(r)].next_waiting = waiting_head_[sig];
+    waiting_head_[sig] = r;
+  }
+
+  void arrive(std::size_t sig) {
+    if (available_[sig] == kNotYet) available_[sig] = now_;
+    for (std::int32_t r = waiting_head_[sig]; r >= 0;) {
+      const std::int32_t next = ranks_[static_cast<std::size_t>(r)].next_waiting;
+      ranks_[static_cast<std::size_t>(r)].next_waiting = -1;
+      push(now_, EventKind::RankReady, r, 0);
+      r = next;
+    }
+    waiting_head_[sig] = -1;
+  }
+
+  // ---- activation memory -------------------------------------------------------------------
+  void change_memory(int r, std::int64_t delta) {
+    if (delta == 0) return;
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    st.held_bytes += delta;
+    auto& trace = result_.memory[static_cast<std::size_t>(r)];
+    if (!trace.empty() && trace.back().time_ns == now_) {
+      trace.back().bytes = st.held_bytes;
+    } else {
+      trace.push_back({now_, st.held_bytes});
+    }
+    auto& peak = result_.peak_activation_bytes[static_cast<std::size_t>(r)];
+    peak = std::max(peak, st.held_bytes);
+  }
+  const StageActivation& act(int stage) const { return options_.activations[static_cast<std::size_t>(stage)]; }
+  void allocate(int r, const Action& a) {
+    if (options_.activations.empty()) return;
+    if (a.op == Op::F || a.op == Op::OverlapFB) change_memory(r, act(a.stage).bytes);
+  }
+  void release(int r, const Action& a) {
+    if (options_.activations.empty()) return;
+    switch (a.op) {
+      case Op::B: change_memory(r, -act(a.stage).bytes); break;
+      case Op::I: change_memory(r, -act(a.stage).freed_by_input_grad); break;
+      case Op::W: change_memory(r, -(act(a.stage).bytes - act(a.stage).freed_by_input_grad)); break;
+      case Op::OverlapFB: change_memory(r, -act(a.b_stage).bytes); break;
+      default: break;
+    }
+  }
+
+  void report_deadlock() const {
+    std::string stuck;
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      const RankState& st = ranks_[r];
+      std::size_t pos = st.pos;
+      while (pos < list(static_cast<int>(r)).size() && !list(static_cast<int>(r))[pos]) ++pos;
+      if (pos >= list(static_cast<int>(r)).size()) continue;
+      const Action& a = *list(static_cast<int>(r))[pos];
+      std::string waits;
+      for (const SignalKey& k : prerequisites(a, s_.shape, CommMode::Explicit)) {
+        if (available_[index_(k)] == kNotYet) waits += (waits.empty() ? "" : ", ") + describe(k);
+      }
+      stuck += "\n  rank " + std::to_string(r) + " at position " + std::to_string(pos) + " (" + to_string(a) +
+               ") waits for " + (waits.empty() ? "its stream" : waits);
+    }
+    if (!stuck.empty()) throw ScheduleError("simulation deadlocked:" + stuck);
+  }
+
+  const Schedule& s_;
+  const CostModel& cost_;
+  const SimOptions& options_;
+  SignalIndex index_;
+  std::vector<std::int64_t> available_;
+  std::vector<std::int32_t> waiting_head_;
+  std::vector<RankState> ranks_;
+  std::priority_queue<Event> queue_;
+  std::uint64_t seq_ = 0;
+  std::int64_t now_ = 0;
+  SimResult result_;
+};
+
+}  // namespace
+
+SimResult simulate(const Schedule& lowered, const CostModel& cost, const SimOptions& options) {
+  SimResult r = Engine(lowered, cost, options).run();
+  return r;
+}
+
+}  // namespace pipelab::sim

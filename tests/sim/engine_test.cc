@@ -1,0 +1,140 @@
+// Engine semantics: streams, communication on the critical path, determinism, deadlock reports.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "pipelab/base/error.h"
+#include "sim_helpers.h"
+
+namespace pipelab {
+namespace {
+
+using testing::run_uniform;
+
+TEST(Engine, EveryComputeActionAppearsOnceInTheTimeline) {
+  const Schedule s = add_send_recv(make_schedule("dualpipev", {4, 2, 10, 0}));
+  const auto r = sim::simulate(s, sim::UniformCost({}));
+  std::size_t compute = 0, sends = 0, recvs = 0;
+  for (const auto& rank : r.timeline.ranks) {
+    for (const auto& e : rank) {
+      compute += e.stream == Stream::Compute;
+      sends += e.stream == Stream::Send;
+      recvs += e.stream == Stream::Recv;
+    }
+  }
+  EXPECT_EQ(compute, remove_comms(s).action_count());
+  EXPECT_EQ(sends, recvs);
+  EXPECT_GT(sends, 0u);
+}
+
+TEST(Engine, ComputeFollowsListOrderWithoutOverlap) {
+  const Schedule s = add_send_recv(make_schedule("zb-v", {4, 2, 8, 0}));
+  const auto r = sim::simulate(s, sim::UniformCost({}));
+  const Schedule compute = remove_comms(s);
+  for (std::size_t rank = 0; rank < s.ranks.size(); ++rank) {
+    std::vector<const TimelineEvent*> events;
+    for (const auto& e : r.timeline.ranks[rank]) {
+      if (e.stream == Stream::Compute) events.push_back(&e);
+    }
+    ASSERT_EQ(events.size(), compute.ranks[rank].size());
+    for (std::size_t k = 0; k < events.size(); ++k) {
+      EXPECT_EQ(events[k]->action, *compute.ranks[rank][k]);
+      if (k) EXPECT_GE(events[k]->start_ns, events[k - 1]->end_ns);
+    }
+  }
+}
+
+TEST(Engine, CommunicationSitsOnTheCriticalPath) {
+  // 1F1B: every stage boundary is crossed once forward and once backward on the critical path.
+  for (int P : {2, 4, 8}) {
+    for (int m : {1, 2 * P}) {
+      sim::UniformTimes t;
+      t.f_ns = 100;
+      t.i_ns = 100;
+      t.w_ns = 100;
+      t.comm_ns = 30;
+      const auto r = run_uniform("1f1b", P, 1, m, t);
+      if (m == 1) EXPECT_EQ(r.timeline.makespan_ns(), P * 300 + 2 * (P - 1) * 30);
+      EXPECT_GE(r.timeline.makespan_ns(), (m + P - 1) * 300 + 2 * (P - 1) * 30);
+      for (const auto& rank : r.timeline.ranks) {
+        for (const auto& e : rank) {
+          if (e.stream != Stream::Compute) EXPECT_EQ(e.duration_ns(), 30);
+        }
+      }
+    }
+  }
+}
+
+TEST(Engine, TransfersSerializeOnTheSendersLink) {
+  // GPipe sends m activations back to back; with comm slower than F they queue on the link.
+  sim::UniformTimes t;
+  t.f_ns = 10;
+  t.comm_ns = 100;
+  const auto r = run_uniform("gpipe", 2, 1, 4, t);
+  std::vector<std::pair<std::int64_t, std::int64_t>> sends;
+  for (const auto& e : r.timeline.ranks[0]) {
+    if (e.stream == Stream::Send) sends.emplace_back(e.start_ns, e.end_ns);
+  }
+  ASSERT_EQ(sends.size(), 4u);
+  for (std::size_t k = 1; k < sends.size(); ++k) EXPECT_GE(sends[k].first, sends[k - 1].second);
+}
+
+TEST(Engine, IsDeterministic) {
+  for (const char* name : {"interleaved-1f1b", "dualpipe", "zb-h2"}) {
+    sim::UniformTimes t;
+    t.f_ns = 123;
+    t.i_ns = 77;
+    t.w_ns = 55;
+    t.comm_ns = 9;
+    const auto a = run_uniform(name, 4, 0, 16, t, true);
+    const auto b = run_uniform(name, 4, 0, 16, t, true);
+    EXPECT_EQ(timeline_to_json(a.timeline).dump(), timeline_to_json(b.timeline).dump()) << name;
+    EXPECT_EQ(a.memory, b.memory);
+  }
+}
+
+TEST(Engine, ReportsDeadlockWithEveryStuckRank) {
+  // Rank 0 waits for stage 1's gradient before sending the activation stage 1 needs.
+  Schedule s = add_send_recv(make_schedule("1f1b", {2, 1, 1, 0}));
+  s.ranks[0] = {Action::make(Op::RecvB, 0, 0), Action::make(Op::B, 0, 0), Action::make(Op::F, 0, 0),
+                Action::make(Op::SendF, 0, 0)};
+  try {
+    sim::simulate(s, sim::UniformCost({}));
+    FAIL() << "expected a deadlock";
+  } catch (const ScheduleError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("rank 0 at position 1 (0B0) waits for F(0, mb 0) done"), std::string::npos) << what;
+    EXPECT_NE(what.find("rank 1 at position 1 (1F0) waits for SEND_F(0, mb 0) posted"), std::string::npos) << what;
+  }
+}
+
+TEST(Engine, MemoryTraceReturnsToZero) {
+  const auto r = run_uniform("zb-v", 4, 2, 8, {}, true);
+  for (const auto& trace : r.memory) {
+    ASSERT_FALSE(trace.empty());
+    EXPECT_EQ(trace.back().bytes, 0);
+    for (std::size_t k = 1; k < trace.size(); ++k) EXPECT_GT(trace[k].time_ns, trace[k - 1].time_ns);
+  }
+}
+
+TEST(Engine, InputGradAndWeightGradFreeTheirShares) {
+  const Schedule s = add_send_recv(make_schedule("zb-h1", {1, 1, 1, 0}));
+  sim::SimOptions o;
+  o.activations = {{100, 60}};
+  const auto r = sim::simulate(s, sim::UniformCost({}), o);
+  // F allocates 100, I frees 60, W frees 40.
+  ASSERT_EQ(r.memory[0].size(), 3u);
+  EXPECT_EQ(r.memory[0][0].bytes, 100);
+  EXPECT_EQ(r.memory[0][1].bytes, 40);
+  EXPECT_EQ(r.memory[0][2].bytes, 0);
+}
+
+TEST(Engine, RejectsAnActivationTableOfTheWrongSize) {
+  const Schedule s = add_send_recv(make_schedule("1f1b", {2, 1, 2, 0}));
+  sim::SimOptions o;
+  o.activations = {{1, 1}};
+  EXPECT_THROW(sim::simulate(s, sim::UniformCost({}), o), InputError);
+}
+
+}  // namespace
+}  // namespace pipelab
