@@ -8,10 +8,10 @@ namespace pipelab {
 namespace {
 
 constexpr std::array<std::string_view, kNumOps> kOpNames = {
-    "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "OVERLAP_F_B"};
+    "F", "B", "I", "W", "SEND_F", "RECV_F", "SEND_B", "RECV_B", "OVERLAP_F_B", "REDUCE_GRAD"};
 
-// Ops whose names are accepted by PyTorch but have no meaning in pipelab (FSDP and DP hooks).
-constexpr std::array<std::string_view, 3> kUnsupported = {"UNSHARD", "RESHARD", "REDUCE_GRAD"};
+// Ops whose names PyTorch accepts but pipelab does not model (FSDP parameter sharding).
+constexpr std::array<std::string_view, 2> kUnsupported = {"UNSHARD", "RESHARD"};
 
 struct Cursor {
   std::string_view text;
@@ -54,12 +54,16 @@ Result<Action> parse_simple(Cursor& c) {
   if (best < 0) {
     for (auto name : kUnsupported) {
       if (rest.substr(0, name.size()) == name) {
-        return error_at(c, "op " + std::string(name) + " is not supported by pipelab (FSDP/DP hooks)");
+        return error_at(c, "op " + std::string(name) + " is not supported by pipelab (FSDP hooks)");
       }
     }
-    return error_at(c, "expected an op (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B)");
+    return error_at(c, "expected an op (F, B, I, W, SEND_F, RECV_F, SEND_B, RECV_B, REDUCE_GRAD)");
   }
   c.pos += best_len;
+  if (static_cast<Op>(best) == Op::ReduceGrad) {
+    if (c.digit()) return error_at(c, "REDUCE_GRAD takes no microbatch number");
+    return Action::make(Op::ReduceGrad, static_cast<int>(stage), 0);
+  }
   long mb = read_number(c);
   if (mb == -1) return error_at(c, "expected a microbatch number after " + std::string(kOpNames[best]));
   if (mb == -2) return error_at(c, "microbatch number too large");
@@ -82,7 +86,7 @@ std::string to_string(const Action& a) {
   }
   std::string s = std::to_string(a.stage);
   s += op_name(a.op);
-  s += std::to_string(a.mb);
+  if (a.op != Op::ReduceGrad) s += std::to_string(a.mb);
   return s;
 }
 

@@ -50,6 +50,7 @@ SignalSet prerequisites(const Action& a, const PipelineShape& shape, CommMode mo
     case Op::SendB: out.add({Signal::InputGrad, a.stage, a.mb}); break;
     case Op::RecvF:
     case Op::RecvB: break;  // posting a receive never blocks; the consumer waits for the data
+    case Op::ReduceGrad: break;  // placed after the stage's last weight-grad: list order suffices
     case Op::OverlapFB:
       add_forward_prereqs(out, a.stage, a.mb, shape, mode);
       add_backward_prereqs(out, a.b_stage, a.b_mb, shape, mode);
@@ -71,7 +72,8 @@ SignalSet completions(const Action& a) {
     case Op::SendF: out.add({Signal::SentF, a.stage, a.mb}); break;
     case Op::SendB: out.add({Signal::SentB, a.stage, a.mb}); break;
     case Op::RecvF:
-    case Op::RecvB: break;
+    case Op::RecvB:
+    case Op::ReduceGrad: break;
     case Op::OverlapFB:
       out.add({Signal::Forward, a.stage, a.mb});
       out.add({Signal::InputGrad, a.b_stage, a.b_mb});

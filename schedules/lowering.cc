@@ -87,6 +87,26 @@ Schedule add_send_recv(const Schedule& compute) {
   return with_ranks(compute, std::move(out));
 }
 
+Schedule add_reduce_grad(const Schedule& s) {
+  std::vector<std::vector<Slot>> ranks(s.ranks.size());
+  const int per_chain = s.shape.microbatches_per_chain();
+  std::vector<int> weight_grads(static_cast<std::size_t>(s.shape.stages), 0);
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    for (const Slot& slot : s.ranks[r]) {
+      ranks[r].push_back(slot);
+      if (!slot) continue;
+      if (slot->op == Op::ReduceGrad) throw ScheduleError("add_reduce_grad: schedule \"" + s.name + "\" already has REDUCE_GRAD");
+      int stage = -1;
+      if (slot->op == Op::W || slot->op == Op::B) stage = slot->stage;
+      if (slot->op == Op::OverlapFB) stage = slot->b_stage;
+      if (stage >= 0 && ++weight_grads[static_cast<std::size_t>(stage)] == per_chain) {
+        ranks[r].emplace_back(Action::make(Op::ReduceGrad, stage, 0));
+      }
+    }
+  }
+  return with_ranks(s, std::move(ranks));
+}
+
 Schedule remove_comms(const Schedule& s) {
   std::vector<std::vector<Slot>> ranks(s.ranks.size());
   for (std::size_t r = 0; r < s.ranks.size(); ++r) {

@@ -69,7 +69,7 @@ std::size_t Schedule::action_count() const {
 bool Schedule::has_comms() const {
   for (const auto& rank : ranks) {
     for (const auto& slot : rank) {
-      if (slot && is_comm(slot->op)) return true;
+      if (slot && is_p2p(slot->op)) return true;
     }
   }
   return false;

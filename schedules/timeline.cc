@@ -14,6 +14,7 @@ std::string_view stream_name(Stream s) {
     case Stream::Compute: return "compute";
     case Stream::Send: return "send";
     case Stream::Recv: return "recv";
+    case Stream::Collective: return "collective";
   }
   return "?";
 }
@@ -66,7 +67,8 @@ Timeline timeline_from_json(const nlohmann::json& j) {
     if (stream == "compute") ev.stream = Stream::Compute;
     else if (stream == "send") ev.stream = Stream::Send;
     else if (stream == "recv") ev.stream = Stream::Recv;
-    else throw InputError(where + ": field \"stream\" must be compute, send or recv");
+    else if (stream == "collective") ev.stream = Stream::Collective;
+    else throw InputError(where + ": field \"stream\" must be compute, send, recv or collective");
     ev.start_ns = e["start_ns"].get<std::int64_t>();
     ev.end_ns = e["end_ns"].get<std::int64_t>();
     if (ev.end_ns < ev.start_ns) throw InputError(where + ": end_ns is before start_ns");

@@ -110,6 +110,10 @@ class Checker {
         if (a.op == Op::OverlapFB) {
           check_ref(r, pos, what, a.stage, a.mb);
           check_ref(r, pos, what, a.b_stage, a.b_mb);
+        } else if (a.op == Op::ReduceGrad) {
+          // No microbatch: the stage must exist and live here.
+          check_ref(r, pos, what, a.stage, shape_.chain_of_stage(std::clamp(a.stage, 0, shape_.stages - 1)) *
+                                                   shape_.microbatches_per_chain());
         } else {
           check_ref(r, pos, what, a.stage, a.mb);
         }
@@ -119,7 +123,6 @@ class Checker {
 
   struct Count {
     int f = 0, b = 0, i = 0, w = 0;
-    std::pair<int, int> first_f{-1, -1}, first_i{-1, -1};
   };
 
   void check_exactly_once_and_order() {
@@ -149,6 +152,9 @@ class Checker {
         default: break;
       }
     };
+    // Weight-grads done per stage so far (a full B counts), for REDUCE_GRAD's placement.
+    std::vector<int> weight_grads(static_cast<std::size_t>(shape_.stages), 0);
+    std::vector<int> reductions(static_cast<std::size_t>(shape_.stages), 0);
     for (int r = 0; r < shape_.ranks; ++r) {
       const auto& list = s_.ranks[static_cast<std::size_t>(r)];
       for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
@@ -157,8 +163,18 @@ class Checker {
         if (a.op == Op::OverlapFB) {
           see(r, pos, Op::F, a.stage, a.mb);
           see(r, pos, Op::B, a.b_stage, a.b_mb);
+          ++weight_grads[static_cast<std::size_t>(a.b_stage)];
         } else if (is_compute(a.op)) {
           see(r, pos, a.op, a.stage, a.mb);
+          if (a.op == Op::B || a.op == Op::W) ++weight_grads[static_cast<std::size_t>(a.stage)];
+        } else if (a.op == Op::ReduceGrad) {
+          const auto st = static_cast<std::size_t>(a.stage);
+          if (++reductions[st] > 1) add(r, pos, "exactly-once", "duplicate " + cell(a));
+          if (weight_grads[st] < shape_.microbatches_per_chain()) {
+            add(r, pos, "order", cell(a) + " runs after only " + std::to_string(weight_grads[st]) + " of stage " +
+                                     std::to_string(a.stage) + "'s " + std::to_string(shape_.microbatches_per_chain()) +
+                                     " weight-grads");
+          }
         }
       }
     }
@@ -189,7 +205,7 @@ class Checker {
     for (int r = 0; r < shape_.ranks; ++r) {
       const auto& list = s_.ranks[static_cast<std::size_t>(r)];
       for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
-        if (!list[static_cast<std::size_t>(pos)] || !is_comm(list[static_cast<std::size_t>(pos)]->op)) continue;
+        if (!list[static_cast<std::size_t>(pos)] || !is_p2p(list[static_cast<std::size_t>(pos)]->op)) continue;
         const Action& a = *list[static_cast<std::size_t>(pos)];
         const bool forward = a.op == Op::SendF || a.op == Op::RecvF;
         const bool send = a.op == Op::SendF || a.op == Op::SendB;

@@ -68,6 +68,7 @@ class Engine {
     std::size_t pos = 0;
     std::int64_t free_at = 0;   // compute stream busy until
     std::int64_t link_free = 0; // outgoing link busy until
+    std::int64_t dp_link_free = 0;  // data-parallel collectives busy until
     bool busy = false;
     std::int32_t next_waiting = -1;  // intrusive list of ranks parked on one signal
     std::int64_t held_bytes = 0;
@@ -124,10 +125,20 @@ class Engine {
   }
 
   // SEND: the transfer occupies this rank's outgoing link; the signal holds when the data arrives.
-  // RECV: a non-blocking post; nothing to do.
+  // RECV: a non-blocking post; nothing to do. REDUCE_GRAD: a collective on the data-parallel link,
+  // overlapping whatever compute follows it; the iteration ends when the last one does.
   void post(int r, const Action& a) {
-    if (a.op != Op::SendF && a.op != Op::SendB) return;
     RankState& st = ranks_[static_cast<std::size_t>(r)];
+    if (a.op == Op::ReduceGrad) {
+      const std::int64_t start = std::max(now_, st.dp_link_free);
+      st.dp_link_free = start + cost_.reduce_grad_ns(r, a.stage);
+      if (st.dp_link_free > start) {
+        result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(
+            TimelineEvent{a, Stream::Collective, start, st.dp_link_free, cost_.reduce_grad_bytes(a.stage), 0});
+      }
+      return;
+    }
+    if (a.op != Op::SendF && a.op != Op::SendB) return;
     const int peer_stage = a.op == Op::SendF ? a.stage + 1 : a.stage - 1;
     const int dst = s_.shape.rank_of(peer_stage);
     const std::int64_t bytes = cost_.boundary_bytes(a.op == Op::SendF ? a.stage : peer_stage);

@@ -14,12 +14,14 @@ TEST(ActionText, MatchesPyTorchSpelling) {
   EXPECT_EQ(to_string(Action::make(Op::SendF, 1, 0)), "1SEND_F0");
   EXPECT_EQ(to_string(Action::make(Op::RecvB, 2, 3)), "2RECV_B3");
   EXPECT_EQ(to_string(Action::overlap(0, 3, 3, 1)), "(0F3;3B1)OVERLAP_F_B");
+  EXPECT_EQ(to_string(Action::make(Op::ReduceGrad, 2, 0)), "2REDUCE_GRAD");
 }
 
 TEST(ActionText, RoundTripsEveryOp) {
   for (int op = 0; op < kNumOps; ++op) {
-    const Action a = static_cast<Op>(op) == Op::OverlapFB ? Action::overlap(12, 7, 3, 100)
-                                                           : Action::make(static_cast<Op>(op), 12, 345);
+    const Op o = static_cast<Op>(op);
+    const Action a = o == Op::OverlapFB ? Action::overlap(12, 7, 3, 100)
+                                        : Action::make(o, 12, o == Op::ReduceGrad ? 0 : 345);
     auto parsed = parse_action(to_string(a));
     ASSERT_TRUE(parsed.ok()) << to_string(a) << ": " << parsed.error().to_string();
     EXPECT_EQ(parsed.value(), a);
@@ -51,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(BadAction{"", "empty action"}, BadAction{"F0", "expected a stage number"},
                       BadAction{"2X0", "expected an op"}, BadAction{"2F", "expected a microbatch number"},
                       BadAction{"2F0x", "unexpected trailing"}, BadAction{"1UNSHARD", "not supported"},
-                      BadAction{"0REDUCE_GRAD", "not supported"}, BadAction{"(0F3;3B1", "expected ')'"},
+                      BadAction{"0REDUCE_GRAD3", "takes no microbatch"}, BadAction{"(0F3;3B1", "expected ')'"},
                       BadAction{"(0F3,3B1)OVERLAP_F_B", "expected ';'"}, BadAction{"(0F3;3B1)", "expected OVERLAP_F_B"},
                       BadAction{"(0I3;3B1)OVERLAP_F_B", "pairs one F"}, BadAction{"99999999999F0", "too large"},
                       BadAction{"-1F0", "expected a stage number"}));

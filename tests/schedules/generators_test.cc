@@ -123,6 +123,27 @@ TEST_P(EveryGenerator, LowersToAValidScheduleWithMatchedComms) {
   EXPECT_EQ(sends, 2 * crossings * s.shape.microbatches_per_chain());
 }
 
+TEST_P(EveryGenerator, ReduceGradFollowsEachStagesLastWeightGrad) {
+  const Schedule s = add_reduce_grad(add_send_recv(make()));
+  const Validation v = validate(s);
+  EXPECT_TRUE(v.ok()) << v.report(s);
+  for (const auto& list : s.ranks) {
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      if (!list[k] || list[k]->op != Op::ReduceGrad) continue;
+      ASSERT_GT(k, 0u);
+      const Action& prev = *list[k - 1];
+      const int stage = prev.op == Op::OverlapFB ? prev.b_stage : prev.stage;
+      EXPECT_TRUE(prev.op == Op::W || prev.op == Op::B || prev.op == Op::OverlapFB) << to_string(prev);
+      EXPECT_EQ(stage, list[k]->stage);
+    }
+  }
+  int reductions = 0;
+  for (const auto& list : s.ranks) {
+    for (const Slot& a : list) reductions += a && a->op == Op::ReduceGrad;
+  }
+  EXPECT_EQ(reductions, s.shape.stages);
+}
+
 TEST_P(EveryGenerator, SplitAndMergeOfBackwardsStayValid) {
   const Schedule s = make();
   const Schedule split = split_backward(s);

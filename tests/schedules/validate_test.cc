@@ -133,6 +133,18 @@ TEST(Validate, RejectsSendsPastTheEndOfAChain) {
   EXPECT_TRUE(has_rule(validate(s), "comm", "stage 1 has no next stage"));
 }
 
+TEST(Validate, ReportsReduceGradBeforeTheLastWeightGrad) {
+  Schedule s = add_reduce_grad(make_schedule("zb-h1", {2, 1, 3, 0}));
+  auto& r0 = s.ranks[0];
+  auto red = std::find(r0.begin(), r0.end(), Slot(Action::make(Op::ReduceGrad, 0, 0)));
+  ASSERT_NE(red, r0.end());
+  std::rotate(r0.begin() + 2, red, red + 1);  // move it early
+  EXPECT_TRUE(has_rule(validate(s), "order", "0REDUCE_GRAD runs after only 0 of stage 0's 3 weight-grads"));
+  s = add_reduce_grad(make_schedule("1f1b", {1, 1, 2, 0}));
+  s.ranks[0].push_back(Action::make(Op::ReduceGrad, 0, 0));
+  EXPECT_TRUE(has_rule(validate(s), "exactly-once", "duplicate 0REDUCE_GRAD"));
+}
+
 TEST(Validate, RequireValidThrowsWithTheReport) {
   const Schedule s = from_csv("0B0,0F0\n");
   try {

@@ -138,3 +138,36 @@ TEST(Engine, RejectsAnActivationTableOfTheWrongSize) {
 
 }  // namespace
 }  // namespace pipelab
+
+namespace pipelab {
+namespace {
+
+class SlowReduceCost : public sim::UniformCost {
+ public:
+  SlowReduceCost() : sim::UniformCost(sim::UniformTimes{}) {}
+  std::int64_t reduce_grad_ns(int, int) const override { return 5000; }
+  std::int64_t reduce_grad_bytes(int) const override { return 1 << 20; }
+};
+
+TEST(Engine, GradientReductionsOverlapTheCoolDownAndSerializePerRank) {
+  // Interleaved: chunk 1's gradients are final before chunk 0's, so its reduction overlaps the
+  // remaining backwards; both reductions of a rank share one link.
+  const Schedule s = add_reduce_grad(add_send_recv(make_schedule("interleaved-1f1b", {2, 2, 4, 0})));
+  const auto r = sim::simulate(s, SlowReduceCost());
+  for (const auto& rank : r.timeline.ranks) {
+    std::vector<const TimelineEvent*> red;
+    std::int64_t last_compute = 0;
+    for (const auto& e : rank) {
+      if (e.stream == Stream::Collective) red.push_back(&e);
+      if (e.stream == Stream::Compute) last_compute = std::max(last_compute, e.end_ns);
+    }
+    ASSERT_EQ(red.size(), 2u);
+    EXPECT_LT(red[0]->start_ns, last_compute);            // overlapped with compute
+    EXPECT_GE(red[1]->start_ns, red[0]->end_ns);          // serialized on the link
+    EXPECT_EQ(red[0]->bytes, 1 << 20);
+  }
+  EXPECT_GT(r.timeline.makespan_ns(), 0);
+}
+
+}  // namespace
+}  // namespace pipelab

@@ -19,13 +19,16 @@ enum class Op : std::uint8_t {
   RecvF,      // receive the forward activation of (stage, mb) from the previous stage's rank
   SendB,      // send the input gradient of (stage, mb) to the previous stage's rank
   RecvB,      // receive the output gradient of (stage, mb) from the next stage's rank
-  OverlapFB,  // DualPipe's F&B unit: one F and one full B run as one overlapped unit
+  OverlapFB,   // DualPipe's F&B unit: one F and one full B run as one overlapped unit
+  ReduceGrad,  // data-parallel gradient reduction of a stage, once its last weight-grad is done (no mb)
 };
 
-inline constexpr int kNumOps = 9;
+inline constexpr int kNumOps = 10;
 
 constexpr bool is_compute(Op op) { return op == Op::F || op == Op::B || op == Op::I || op == Op::W || op == Op::OverlapFB; }
 constexpr bool is_comm(Op op) { return !is_compute(op); }
+/// Point-to-point transfers between pipeline stages (the ops add_send_recv inserts).
+constexpr bool is_p2p(Op op) { return op == Op::SendF || op == Op::RecvF || op == Op::SendB || op == Op::RecvB; }
 
 /// PyTorch's spelling of an op: "F", "SEND_F", "OVERLAP_F_B", ...
 std::string_view op_name(Op op);
@@ -50,7 +53,7 @@ struct Action {
   bool operator==(const Action&) const = default;
 };
 
-/// `2F0`, `1SEND_B3`, `(0F3;3B1)OVERLAP_F_B`.
+/// `2F0`, `1SEND_B3`, `(0F3;3B1)OVERLAP_F_B`, `0REDUCE_GRAD` (no microbatch).
 std::string to_string(const Action& a);
 
 /// Parses the text form. Never throws; errors say what was expected at which column.

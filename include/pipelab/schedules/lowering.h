@@ -13,7 +13,12 @@ namespace pipelab {
 /// are dropped. The input must be a valid compute-only schedule (ScheduleError otherwise).
 Schedule add_send_recv(const Schedule& compute);
 
-/// Drops SEND/RECV actions and idle slots: the compute-only view of a lowered schedule.
+/// Appends sREDUCE_GRAD right after the last weight-grad (W, B, or an F&B unit's B) of each stage
+/// on its rank, as PyTorch's _add_reduce_grad: the stage's data-parallel gradient reduction can
+/// start while the rank still computes other stages (overlapped with the cool-down).
+Schedule add_reduce_grad(const Schedule& s);
+
+/// Drops SEND/RECV/REDUCE_GRAD actions and idle slots: the compute-only view of a lowered schedule.
 Schedule remove_comms(const Schedule& s);
 
 /// Replaces every full backward B(s, mb) by I(s, mb) immediately followed by W(s, mb).

@@ -64,7 +64,7 @@ struct Schedule {
 
   /// Number of actions (idle slots excluded).
   std::size_t action_count() const;
-  /// True when the schedule carries explicit SEND/RECV actions (it has been lowered).
+  /// True when the schedule carries explicit SEND/RECV actions (add_send_recv has run).
   bool has_comms() const;
 
   bool operator==(const Schedule&) const = default;

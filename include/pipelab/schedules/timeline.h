@@ -15,7 +15,8 @@ namespace pipelab {
 enum class Stream : std::uint8_t {
   Compute,  // the rank's compute stream: F, B, I, W, F&B
   Send,     // outgoing P2P transfers
-  Recv,     // incoming P2P transfers (the time the data is in flight towards this rank)
+  Recv,        // incoming P2P transfers (the time the data is in flight towards this rank)
+  Collective,  // data-parallel gradient reduction (REDUCE_GRAD)
 };
 
 std::string_view stream_name(Stream s);

@@ -19,6 +19,9 @@ class CostModel {
   virtual std::int64_t boundary_bytes(int stage) const = 0;
   /// Floating-point operations of a compute action (recorded in the timeline).
   virtual double flops(const Action& a) const = 0;
+  /// Data-parallel gradient reduction of one stage's gradients (REDUCE_GRAD): bytes and time.
+  virtual std::int64_t reduce_grad_bytes(int /*stage*/) const { return 0; }
+  virtual std::int64_t reduce_grad_ns(int /*rank*/, int /*stage*/) const { return 0; }
 };
 
 }  // namespace pipelab::sim
