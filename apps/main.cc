@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   pipelab::app::add_list_command(root, exit_code);
   pipelab::app::add_show_command(root, exit_code);
   pipelab::app::add_validate_command(root, exit_code);
+  pipelab::app::add_simulate_command(root, exit_code);
+  pipelab::app::add_compare_command(root, exit_code);
   try {
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -23,7 +23,7 @@ class UniformCost : public CostModel {
   explicit UniformCost(UniformTimes t);
   std::int64_t duration_ns(int rank, const Action& a) const override;
   std::int64_t p2p_ns(std::int64_t bytes, int src_rank, int dst_rank) const override;
-  std::int64_t boundary_bytes(int stage) const override { return t_.activation_bytes; }
+  std::int64_t boundary_bytes(int /*stage*/) const override { return t_.activation_bytes; }
   double flops(const Action&) const override { return 0; }
   const UniformTimes& times() const { return t_; }
 

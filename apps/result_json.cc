@@ -1,0 +1,78 @@
+// Result JSON writer.
+#include "result_json.h"
+
+#include <fstream>
+
+#include "pipelab/base/error.h"
+#include "pipelab/schedules/timeline.h"
+
+namespace pipelab::app {
+
+nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const std::string& cost_model) {
+  nlohmann::json parallel = to_json(config);
+  parallel["microbatches"] = config.microbatches();
+  parallel["gpus"] = config.tp * config.pp * config.cp * config.dp;
+  return {{"model", to_json(model)}, {"gpu", to_json(gpu)}, {"parallel", parallel}, {"cost_model", cost_model}};
+}
+
+nlohmann::json outcome_json(const sim::SimulationOutcome& o) {
+  nlohmann::json summary = {{"makespan_ns", o.metrics.makespan_ns},
+                            {"bubble_ratio", o.metrics.bubble_ratio},
+                            {"tflops_per_gpu", o.throughput.tflops_per_gpu},
+                            {"mfu", o.throughput.mfu},
+                            {"tokens_per_s_per_gpu", o.throughput.tokens_per_s_per_gpu},
+                            {"peak_memory_bytes", o.peak_memory_bytes},
+                            {"exposed_comm_ns", o.metrics.exposed_comm_ns},
+                            {"memory_capacity_bytes", o.memory_capacity_bytes},
+                            {"oom", o.oom},
+                            {"model_flops", o.model_flops},
+                            {"tokens_per_iteration", o.tokens_per_iteration}};
+  nlohmann::json ranks = nlohmann::json::array();
+  nlohmann::json memory = nlohmann::json::array();
+  for (std::size_t r = 0; r < o.metrics.ranks.size(); ++r) {
+    const RankMetrics& m = o.metrics.ranks[r];
+    const std::int64_t fixed = o.static_memory[r].total();
+    ranks.push_back({{"rank", r},
+                     {"busy_ns", m.busy_ns},
+                     {"idle_ns", m.idle_ns},
+                     {"comm_ns", m.comm_ns},
+                     {"exposed_comm_ns", m.exposed_comm_ns},
+                     {"flops", m.flops},
+                     {"static_memory_bytes", fixed},
+                     {"params_bytes", o.static_memory[r].params_bytes},
+                     {"grads_bytes", o.static_memory[r].grads_bytes},
+                     {"optimizer_bytes", o.static_memory[r].optimizer_bytes},
+                     {"peak_activation_bytes", o.result.peak_activation_bytes[r]},
+                     {"peak_memory_bytes", o.peak_memory_bytes[r]}});
+    nlohmann::json samples = nlohmann::json::array({{0, fixed}});
+    for (const auto& s : o.result.memory[r]) samples.push_back({s.time_ns, fixed + s.bytes});
+    memory.push_back({{"rank", r}, {"samples", std::move(samples)}});
+  }
+  return {{"schedule", o.schedule},
+          {"vp", o.config.vp},
+          {"warnings", o.warnings},
+          {"summary", std::move(summary)},
+          {"ranks", std::move(ranks)},
+          {"timeline", timeline_to_json(o.result.timeline)},
+          {"memory", std::move(memory)}};
+}
+
+nlohmann::json simulate_result(const nlohmann::json& config, const sim::SimulationOutcome& outcome) {
+  nlohmann::json out = {{"format", "pipelab.result"}, {"version", kResultVersion}, {"kind", "simulate"}};
+  out["config"] = config;
+  out["config"]["schedule"] = outcome.schedule;
+  out["config"]["parallel"]["vp"] = outcome.config.vp;
+  out["config"]["warnings"] = outcome.warnings;
+  nlohmann::json body = outcome_json(outcome);
+  for (const char* key : {"summary", "ranks", "timeline", "memory"}) out[key] = std::move(body[key]);
+  return out;
+}
+
+void write_json_file(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  if (!out) throw InputError("cannot write " + path);
+  out << j.dump(1) << "\n";
+  if (!out) throw InputError("failed writing " + path);
+}
+
+}  // namespace pipelab::app

@@ -1,0 +1,23 @@
+// Result JSON (docs/formats.md, "Result JSON"): what simulate / compare write and report reads.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "pipelab/sim/simulation.h"
+
+namespace pipelab::app {
+
+inline constexpr int kResultVersion = 1;
+
+/// The resolved configuration every result file echoes.
+nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config,
+                           const std::string& cost_model);
+/// {"summary", "ranks", "timeline", "memory"} of one simulated schedule.
+nlohmann::json outcome_json(const sim::SimulationOutcome& outcome);
+/// A complete `kind: simulate` document.
+nlohmann::json simulate_result(const nlohmann::json& config, const sim::SimulationOutcome& outcome);
+
+/// Writes JSON to a file (pretty when small); throws InputError if the file cannot be written.
+void write_json_file(const std::string& path, const nlohmann::json& j);
+
+}  // namespace pipelab::app

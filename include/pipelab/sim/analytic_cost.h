@@ -1,0 +1,84 @@
+// AnalyticCost: per-stage F / I / W times from ModelSpec x GpuSpec x ParallelConfig (docs/metrics.md,
+// "Analytic cost model"). Every constant comes from the GPU and model specs.
+//   - GEMMs: FLOPs / (peak x efficiency(FLOPs of that GEMM call)), the GPU's size-dependent curve;
+//   - attention core (QK^T, PV; causal): the same roofline per (microbatch, head) call;
+//   - norms, activations, residuals, RoPE, cross-entropy: bytes / (HBM bandwidth x efficiency);
+//   - TP: all-reduce, or all-gather + reduce-scatter with sequence parallel, 4 per layer per pass,
+//     on NVLink when the TP group fits a node; EP all-to-all (dispatch + combine) on MoE layers;
+//     CP ring exchange of K/V, hidden behind the attention core where it fits;
+//   - embedding on the first part, final norm + LM head + loss (+ MTP) on the last;
+//   - recompute: selective re-runs the attention core in I, full re-runs the whole forward in I;
+//   - kernel-launch gaps per kernel;
+//   - F&B units (DualPipe) hide EP all-to-all behind the other half's compute.
+// P2P uses NVLink or the NIC by node placement; REDUCE_GRAD is the distributed optimizer's
+// gradient reduce-scatter over DP x CP.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pipelab/profiles/gpu_spec.h"
+#include "pipelab/profiles/model_spec.h"
+#include "pipelab/profiles/parallel_config.h"
+#include "pipelab/schedules/schedule.h"
+#include "pipelab/sim/cluster_layout.h"
+#include "pipelab/sim/cost_model.h"
+
+namespace pipelab::sim {
+
+/// One pass (F, I or W) of one microbatch through one stage, in ns, by component.
+struct PassCost {
+  double gemm_ns = 0;
+  double attention_ns = 0;
+  double elementwise_ns = 0;
+  double tp_comm_ns = 0;
+  double ep_comm_ns = 0;
+  double cp_comm_ns = 0;  // exposed part only
+  double launch_ns = 0;
+  double flops = 0;
+
+  double compute_ns() const { return gemm_ns + attention_ns + elementwise_ns + launch_ns; }
+  double total_ns() const { return compute_ns() + tp_comm_ns + ep_comm_ns + cp_comm_ns; }
+  PassCost& operator+=(const PassCost& o);
+};
+
+struct StageCost {
+  PassCost f, i, w;
+};
+
+class AnalyticCost final : public CostModel {
+ public:
+  /// `config` must be resolved (dp, seq_length set) and valid for `model`.
+  AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const PipelineShape& shape);
+
+  std::int64_t duration_ns(int rank, const Action& a) const override;
+  std::int64_t p2p_ns(std::int64_t bytes, int src_rank, int dst_rank) const override;
+  std::int64_t boundary_bytes(int /*stage*/) const override { return boundary_bytes_; }
+  double flops(const Action& a) const override;
+  std::int64_t reduce_grad_bytes(int stage) const override;
+  std::int64_t reduce_grad_ns(int rank, int stage) const override;
+
+  const StageCost& stage(int s) const { return stages_[static_cast<std::size_t>(s)]; }
+  /// F&B unit of (f_stage, b_stage): both halves' compute, their TP traffic, and whatever EP
+  /// traffic the other half's compute cannot hide.
+  double overlap_ns(int f_stage, int b_stage) const;
+
+ private:
+  PassCost layer_pass(int layer, char pass) const;
+  PassCost output_pass(char pass) const;
+  PassCost embedding_pass(char pass) const;
+  double gemm_ns(double flops, double calls) const;
+  double memory_ns(double bytes) const;
+  double collective_ns(double bytes_on_wire, int steps, const Link& link) const;
+
+  ModelSpec model_;
+  GpuSpec gpu_;
+  ParallelConfig config_;
+  ClusterLayout layout_;
+  std::vector<StageCost> stages_;
+  std::vector<std::int64_t> stage_param_bytes_;
+  std::int64_t boundary_bytes_ = 0;
+  double peak_flops_per_ns_ = 0;
+};
+
+}  // namespace pipelab::sim

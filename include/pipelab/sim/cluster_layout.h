@@ -1,0 +1,39 @@
+// Where each GPU of a (TP, CP, DP, PP) layout sits: Megatron's rank order (TP fastest, then CP,
+// then DP, then PP), packed gpus_per_node to a node. Decides which links groups and pipeline
+// neighbours use: NVLink within a node, the scale-out NIC across nodes.
+#pragma once
+
+#include "pipelab/profiles/gpu_spec.h"
+#include "pipelab/profiles/parallel_config.h"
+
+namespace pipelab::sim {
+
+struct Link {
+  double bandwidth_gbps = 0;  // GB/s per direction
+  double latency_ns = 0;
+  bool nvlink = true;
+};
+
+class ClusterLayout {
+ public:
+  ClusterLayout(const ParallelConfig& config, const GpuSpec& gpu);
+
+  /// Global rank of the GPU with these coordinates.
+  long global_rank(int tp_rank, int cp_rank, int dp_rank, int pp_rank) const;
+  bool same_node(long a, long b) const { return a / gpus_per_node_ == b / gpus_per_node_; }
+  /// Link between the pipeline ranks p and q (same TP/CP/DP coordinates).
+  Link pipeline_link(int p, int q) const;
+  /// Link a collective over `group` consecutive-stride ranks uses: NVLink when the whole group
+  /// (spanning `stride * group` global ranks) fits in one node, else the NIC (the ring's slowest hop).
+  Link group_link(long stride, int group) const;
+
+ private:
+  Link nvlink() const { return {gpu_.nvlink_bandwidth_gbps, gpu_.nvlink_latency_ns, true}; }
+  Link nic() const { return {gpu_.nic_bandwidth_gbps, gpu_.nic_latency_ns, false}; }
+
+  ParallelConfig config_;
+  GpuSpec gpu_;
+  long gpus_per_node_;
+};
+
+}  // namespace pipelab::sim

@@ -1,0 +1,28 @@
+// Rank placement on nodes.
+#include "pipelab/sim/cluster_layout.h"
+
+#include <algorithm>
+
+namespace pipelab::sim {
+
+ClusterLayout::ClusterLayout(const ParallelConfig& config, const GpuSpec& gpu)
+    : config_(config), gpu_(gpu), gpus_per_node_(std::max(1, gpu.gpus_per_node)) {}
+
+long ClusterLayout::global_rank(int tp_rank, int cp_rank, int dp_rank, int pp_rank) const {
+  const long tp = config_.tp, cp = config_.cp, dp = config_.dp;
+  return tp_rank + tp * (cp_rank + cp * (dp_rank + dp * static_cast<long>(pp_rank)));
+}
+
+Link ClusterLayout::pipeline_link(int p, int q) const {
+  const long a = global_rank(0, 0, 0, p), b = global_rank(0, 0, 0, q);
+  return same_node(a, b) ? nvlink() : nic();
+}
+
+Link ClusterLayout::group_link(long stride, int group) const {
+  if (group <= 1) return nvlink();
+  // The group's members are stride apart starting at a node boundary (rank 0's group).
+  const long first = 0, last = stride * (group - 1);
+  return same_node(first, last) ? nvlink() : nic();
+}
+
+}  // namespace pipelab::sim

@@ -1,0 +1,77 @@
+// End-to-end simulation of one configuration.
+#include "pipelab/sim/simulation.h"
+
+#include <algorithm>
+
+#include "pipelab/base/error.h"
+#include "pipelab/profiles/flops.h"
+#include "pipelab/schedules/lowering.h"
+#include "pipelab/schedules/registry.h"
+#include "pipelab/sim/analytic_cost.h"
+
+namespace pipelab::sim {
+
+SimulationOutcome simulate_config(const SimulationRequest& req) {
+  SimulationOutcome out;
+  const ScheduleInfo& info = find_schedule(req.schedule);
+  out.schedule = info.name;
+  ParallelConfig config = req.config;
+  const int asked_vp = config.vp;
+  if (info.fixed_vp && asked_vp > 0 && asked_vp != info.default_vp && asked_vp != 1) {
+    throw ConfigError(info.name + " uses exactly " + std::to_string(info.default_vp) + " chunks per rank, got vp=" +
+                      std::to_string(asked_vp));
+  }
+  const int vp = info.fixed_vp || asked_vp <= 0 ? info.default_vp : asked_vp;
+  const int microbatches = config.microbatches();
+  Schedule schedule = make_schedule(info.name, {config.pp, vp, microbatches, 0});
+  // The layer split follows the schedule's model parts (DualPipe: pp parts, each held twice).
+  config.vp = schedule.shape.stages_per_chain() / config.pp;
+  const ConfigCheck check = pipelab::check(config, req.model, req.gpu);
+  if (!check.ok()) {
+    std::string message;
+    for (const ConfigIssue& e : check.errors) message += (message.empty() ? "" : "; ") + e.message;
+    throw ConfigError(message);
+  }
+  for (const ConfigIssue& w : check.warnings) out.warnings.push_back(w.message);
+  config.vp = vp;
+  out.config = config;
+
+  Schedule lowered = add_send_recv(schedule);
+  if (config.dp * config.cp > 1) lowered = add_reduce_grad(lowered);
+
+  std::unique_ptr<CostModel> cost;
+  ParallelConfig split = config;
+  split.vp = schedule.shape.stages_per_chain() / config.pp;
+  if (req.make_cost) {
+    cost = req.make_cost(schedule.shape);
+  } else if (req.cost_model == "analytic") {
+    cost = std::make_unique<AnalyticCost>(req.model, req.gpu, split, schedule.shape);
+  } else if (req.cost_model == "uniform") {
+    cost = std::make_unique<UniformCost>(req.uniform);
+  } else {
+    throw InputError("unknown cost model \"" + req.cost_model + "\"; valid: analytic, uniform, profiled");
+  }
+
+  const MemoryModel memory(req.model, split, schedule.shape, req.memory);
+  SimOptions options;
+  options.activations = memory.stage_activations();
+  out.result = simulate(lowered, *cost, options);
+  out.lowered = std::move(lowered);
+  out.metrics = compute_metrics(out.result.timeline);
+
+  const std::int64_t gpus = static_cast<std::int64_t>(config.tp) * config.pp * config.cp * config.dp;
+  out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, 128 * config.tp);
+  out.tokens_per_iteration = static_cast<std::int64_t>(config.gbs) * config.seq_length;
+  out.throughput = compute_throughput(out.metrics.makespan_ns, out.model_flops, out.tokens_per_iteration, gpus,
+                                      req.gpu.peak_tflops(to_string(config.precision)));
+  out.memory_capacity_bytes = req.gpu.usable_memory_bytes();
+  for (int r = 0; r < config.pp; ++r) {
+    out.static_memory.push_back(memory.static_memory(r));
+    const std::int64_t peak = out.static_memory.back().total() + out.result.peak_activation_bytes[static_cast<std::size_t>(r)];
+    out.peak_memory_bytes.push_back(peak);
+    out.oom = out.oom || peak > out.memory_capacity_bytes;
+  }
+  return out;
+}
+
+}  // namespace pipelab::sim

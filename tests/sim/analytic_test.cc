@@ -1,0 +1,230 @@
+// Analytic cost model and memory model against hand-computed formulas.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "pipelab/base/error.h"
+#include "pipelab/profiles/flops.h"
+#include "pipelab/profiles/presets.h"
+#include "pipelab/schedules/registry.h"
+#include "pipelab/sim/analytic_cost.h"
+#include "pipelab/sim/memory_model.h"
+#include "pipelab/sim/simulation.h"
+
+namespace pipelab {
+namespace {
+
+ParallelConfig layout(const ModelSpec& m, int tp, int pp, int dp, int mbs, int gbs, int seq = 0) {
+  ParallelConfig c;
+  c.tp = tp;
+  c.pp = pp;
+  c.dp = dp;
+  c.mbs = mbs;
+  c.gbs = gbs;
+  c.seq_length = seq;
+  return resolve(c, m);
+}
+
+sim::SimulationOutcome run(const std::string& model, const std::string& schedule, const ParallelConfig& c,
+                           const std::string& gpu = "h100-sxm") {
+  sim::SimulationRequest r;
+  r.model = model_preset(model);
+  r.gpu = gpu_preset(gpu);
+  r.config = c;
+  r.schedule = schedule;
+  return sim::simulate_config(r);
+}
+
+// The FLOPs the simulator puts on the timeline, summed over ranks and scaled by the GPUs sharing
+// each stage's work (TP x CP) and the DP replicas, are Megatron's model FLOPs to rounding.
+TEST(AnalyticCost, TimelineFlopsEqualMegatronsFormula) {
+  // pp chosen so the layers split over pp (1F1B) and 2*pp (ZB-V, DualPipeV) parts.
+  for (const auto& [model, pp] : {std::pair{"llama3-70b", 4}, std::pair{"gpt-6.2b", 3}, std::pair{"gpt-1.5b", 11}}) {
+    const ModelSpec m = model_preset(model);
+    const ParallelConfig c = layout(m, 2, pp, 2, 1, 4 * pp * 2);
+    for (const char* schedule : {"1f1b", "zb-v", "dualpipev"}) {
+      const auto o = run(model, schedule, c);
+      double flops = 0;
+      for (const auto& r : o.metrics.ranks) flops += r.flops;
+      flops *= c.tp * c.cp * c.dp;
+      const double megatron = megatron_model_flops(m, c.gbs, c.seq_length, 128 * c.tp);
+      EXPECT_NEAR(flops / megatron, 1.0, 1e-9) << model << " " << schedule;
+      EXPECT_DOUBLE_EQ(o.model_flops, megatron);
+    }
+  }
+}
+
+TEST(AnalyticCost, SplitsBackwardIntoInputAndWeightGrads) {
+  const ModelSpec m = model_preset("llama3-8b");
+  const ParallelConfig c = layout(m, 1, 4, 1, 1, 8);
+  const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});
+  const sim::AnalyticCost cost(m, gpu_preset("h100-sxm"), c, s.shape);
+  const auto& st = cost.stage(1);
+  // dgrad and wgrad GEMMs match the forward's; the attention backward is all input-grad.
+  EXPECT_DOUBLE_EQ(st.i.gemm_ns, st.f.gemm_ns);
+  EXPECT_DOUBLE_EQ(st.w.gemm_ns, st.f.gemm_ns);
+  EXPECT_GT(st.i.attention_ns, st.f.attention_ns);
+  EXPECT_EQ(st.w.attention_ns, 0);
+  EXPECT_GT(st.i.total_ns(), st.w.total_ns());
+  EXPECT_EQ(cost.duration_ns(1, Action::make(Op::B, 1, 0)),
+            std::llround(st.i.total_ns() + st.w.total_ns()));
+}
+
+TEST(AnalyticCost, TensorParallelismShrinksComputeAndAddsCollectives) {
+  const ModelSpec m = model_preset("llama3-70b");
+  const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});
+  const auto gpu = gpu_preset("h100-sxm");
+  const sim::AnalyticCost tp1(m, gpu, layout(m, 1, 4, 1, 1, 8), s.shape);
+  const sim::AnalyticCost tp4(m, gpu, layout(m, 4, 4, 1, 1, 8), s.shape);
+  EXPECT_LT(tp4.stage(1).f.gemm_ns, tp1.stage(1).f.gemm_ns / 3);
+  EXPECT_EQ(tp1.stage(1).f.tp_comm_ns, 0);
+  EXPECT_GT(tp4.stage(1).f.tp_comm_ns, 0);
+}
+
+TEST(AnalyticCost, PipelineNeighboursAcrossNodesUseTheNic) {
+  const ModelSpec m = model_preset("llama3-8b");
+  const auto gpu = gpu_preset("h100-sxm");
+  const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});
+  // tp=2: pp ranks 0..3 sit on global ranks 0, 2, 4, 6 -> one node, NVLink.
+  const sim::AnalyticCost in_node(m, gpu, layout(m, 2, 4, 1, 1, 8), s.shape);
+  // tp=8: every pipeline rank is its own node -> NIC.
+  const sim::AnalyticCost across(m, gpu, layout(m, 8, 4, 1, 1, 8), s.shape);
+  const std::int64_t bytes = 64 << 20;
+  EXPECT_EQ(in_node.p2p_ns(bytes, 0, 1), std::llround(gpu.nvlink_latency_ns + bytes / gpu.nvlink_bandwidth_gbps));
+  EXPECT_EQ(across.p2p_ns(bytes, 0, 1), std::llround(gpu.nic_latency_ns + bytes / gpu.nic_bandwidth_gbps));
+}
+
+TEST(AnalyticCost, RecomputeMakesTheInputGradSlower) {
+  const ModelSpec m = model_preset("llama3-8b");
+  const Schedule s = make_schedule("1f1b", {2, 1, 4, 0});
+  const auto gpu = gpu_preset("h100-sxm");
+  ParallelConfig c = layout(m, 1, 2, 1, 1, 4);
+  const double none = sim::AnalyticCost(m, gpu, c, s.shape).stage(0).i.total_ns();
+  c.recompute = Recompute::kSelective;
+  const double selective = sim::AnalyticCost(m, gpu, c, s.shape).stage(0).i.total_ns();
+  c.recompute = Recompute::kFull;
+  const double full = sim::AnalyticCost(m, gpu, c, s.shape).stage(0).i.total_ns();
+  EXPECT_LT(none, selective);
+  EXPECT_LT(selective, full);
+}
+
+TEST(AnalyticCost, DataParallelReductionAppearsWhenDpIsAboveOne) {
+  const ModelSpec m = model_preset("llama3-8b");
+  const auto one = run("llama3-8b", "1f1b", layout(m, 1, 2, 1, 1, 8));
+  const auto four = run("llama3-8b", "1f1b", layout(m, 1, 2, 4, 1, 32));
+  auto collectives = [](const sim::SimulationOutcome& o) {
+    int n = 0;
+    for (const auto& r : o.result.timeline.ranks) {
+      for (const auto& e : r) n += e.stream == Stream::Collective;
+    }
+    return n;
+  };
+  EXPECT_EQ(collectives(one), 0);
+  EXPECT_EQ(collectives(four), 2);  // one REDUCE_GRAD per stage
+}
+
+TEST(Simulation, ConfigRulesAreErrorsNamingTheRule) {
+  const ModelSpec m = model_preset("llama3-70b");
+  ParallelConfig c = layout(m, 16, 2, 1, 1, 8);
+  try {
+    run("llama3-70b", "1f1b", c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("tp=16 must divide num_query_groups=8"), std::string::npos) << e.what();
+  }
+  c = layout(m, 4, 3, 1, 1, 8);
+  try {
+    run("llama3-70b", "1f1b", c);
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("num_layers=80"), std::string::npos) << e.what();
+  }
+  c = layout(m, 4, 4, 1, 1, 6);
+  EXPECT_THROW(run("llama3-70b", "dualpipe", c), ScheduleError);  // m=6 < 2*pp
+}
+
+TEST(Simulation, IsDeterministic) {
+  const ModelSpec m = model_preset("mixtral-8x7b");
+  ParallelConfig c = layout(m, 2, 4, 4, 1, 64);
+  c.ep = 2;
+  const auto a = run("mixtral-8x7b", "dualpipev", c);
+  const auto b = run("mixtral-8x7b", "dualpipev", c);
+  EXPECT_EQ(timeline_to_json(a.result.timeline).dump(), timeline_to_json(b.result.timeline).dump());
+  EXPECT_EQ(a.peak_memory_bytes, b.peak_memory_bytes);
+}
+
+// ---- memory -----------------------------------------------------------------------------------
+
+// Korthikanti et al. 2022, §4.2, per layer with TP + SP: s*b*h/t * (34 + 5*a*s/h) bytes; selective
+// recompute drops the 5as/h term; without SP, s*b*h*(10 + 24/t + 5as/(ht)).
+TEST(MemoryModel, LayerActivationsMatchKorthikanti) {
+  const ModelSpec m = model_preset("gpt-6.2b");  // MHA, GELU, ffn = 4h: the paper's setting
+  const double s = m.seq_length, b = 2, h = m.hidden_size, a = m.num_attention_heads, t = 4;
+  const Schedule sched = make_schedule("1f1b", {2, 1, 4, 0});
+  ParallelConfig c = layout(m, 4, 2, 1, 2, 8);
+  sim::MemoryOptions stored;
+  stored.softmax_stored = true;
+  EXPECT_EQ(sim::MemoryModel(m, c, sched.shape, stored).layer_activation_bytes(0),
+            static_cast<std::int64_t>(s * b * h / t * (34 + 5 * a * s / h)));
+  EXPECT_EQ(sim::MemoryModel(m, c, sched.shape).layer_activation_bytes(0), static_cast<std::int64_t>(s * b * h / t * 34));
+  c.recompute = Recompute::kSelective;
+  EXPECT_EQ(sim::MemoryModel(m, c, sched.shape, stored).layer_activation_bytes(0), static_cast<std::int64_t>(s * b * h / t * 34));
+  c.recompute = Recompute::kFull;
+  EXPECT_EQ(sim::MemoryModel(m, c, sched.shape).layer_activation_bytes(0), static_cast<std::int64_t>(2 * s * b * h / t));
+  c.recompute = Recompute::kNone;
+  c.sequence_parallel = false;
+  EXPECT_EQ(sim::MemoryModel(m, c, sched.shape, stored).layer_activation_bytes(0),
+            static_cast<std::int64_t>(s * b * h * (10 + 24 / t + 5 * a * s / (h * t))));
+}
+
+TEST(MemoryModel, WeightGradStashIsThirtyTwoSbhForGpt) {
+  // ZB paper Table 1: W keeps 32sbh (per TP shard).
+  const ModelSpec m = model_preset("gpt-1.5b");
+  const Schedule sched = make_schedule("zb-h1", {2, 1, 4, 0});
+  const ParallelConfig c = layout(m, 2, 2, 1, 1, 4);
+  const double s = m.seq_length, h = m.hidden_size;
+  EXPECT_EQ(sim::MemoryModel(m, c, sched.shape).layer_weight_stash_bytes(0), static_cast<std::int64_t>(32 * s * h / 2));
+}
+
+// A known configuration end to end: gpt-6.2b, TP2 PP4 DP2, 1F1B. Rank 0 holds the embedding and
+// 30/4 layers... use 28 layers (7 per stage) via an override so the split is even.
+TEST(MemoryModel, PeakOfAKnownConfigWithinFivePercentOfTheHandFormula) {
+  ModelSpec m = model_preset("gpt-6.2b");
+  apply_override(m, "num_layers", "28");
+  const ParallelConfig c = layout(m, 2, 4, 2, 1, 32);
+  sim::SimulationRequest r;
+  r.model = m;
+  r.gpu = gpu_preset("a100-80g");
+  r.config = c;
+  r.schedule = "1f1b";
+  const auto o = sim::simulate_config(r);
+  // By hand: params on rank 0 = 7 layers x 12h^2 (+ biases, norms) / t + embedding (V + s) x h / t.
+  const double h = m.hidden_size, t = 2, dp = 2, s = m.seq_length, layers = 7, p = 4;
+  const double vocab = std::ceil(m.vocab_size / 256.0) * 256;
+  const double params = (layers * (12 * h * h + 13 * h) + vocab * h) / t;
+  const double static_bytes = params * (2 + 4 + 12 / dp);  // bf16 weights, fp32 grads, sharded fp32 Adam
+  const double activations = p * layers * (s * 1 * h / t * 34);  // 1F1B rank 0 holds P microbatches
+  const double expected = static_bytes + activations;
+  EXPECT_NEAR(static_cast<double>(o.peak_memory_bytes[0]) / expected, 1.0, 0.05)
+      << o.peak_memory_bytes[0] << " vs " << expected;
+}
+
+TEST(MemoryModel, DualPipeHoldsTwiceTheParameters) {
+  const ModelSpec m = model_preset("llama3-8b");
+  const ParallelConfig c = layout(m, 1, 4, 1, 1, 8);
+  const auto one = run("llama3-8b", "1f1b", c);
+  const auto two = run("llama3-8b", "dualpipe", c);
+  EXPECT_NEAR(static_cast<double>(two.static_memory[1].params_bytes) / one.static_memory[1].params_bytes, 2.0, 0.01);
+}
+
+TEST(MemoryModel, FlagsOutOfMemory) {
+  const ModelSpec m = model_preset("llama3-70b");
+  const auto o = run("llama3-70b", "gpipe", layout(m, 4, 4, 1, 1, 32));
+  EXPECT_TRUE(o.oom);
+  EXPECT_GT(*std::max_element(o.peak_memory_bytes.begin(), o.peak_memory_bytes.end()), o.memory_capacity_bytes);
+}
+
+}  // namespace
+}  // namespace pipelab
