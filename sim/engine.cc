@@ -38,6 +38,8 @@ class Engine {
         waiting_head_(index_.size(), -1),
         ranks_(s.ranks.size()) {
     result_.timeline.ranks.resize(s.ranks.size());
+    // Compute and send events of a rank, plus the receives its peers post to it: about its list.
+    for (std::size_t r = 0; r < s.ranks.size(); ++r) result_.timeline.ranks[r].reserve(s.ranks[r].size() + 8);
     result_.memory.resize(s.ranks.size());
     result_.peak_activation_bytes.assign(s.ranks.size(), 0);
     if (!options.activations.empty() && static_cast<int>(options.activations.size()) != s.shape.stages) {
