@@ -15,6 +15,8 @@ bool print_summary_table(std::ostream& os, const std::vector<TableRow>& rows) {
   os << line;
   const sim::SimulationOutcome* best = nullptr;
   bool all_ok = true;
+  std::string oom;
+  std::int64_t capacity = 0;
   for (const TableRow& row : rows) {
     if (!row.outcome) {
       os << "  " << row.schedule << "  not applicable: " << row.error << "\n";
@@ -30,6 +32,8 @@ bool print_summary_table(std::ostream& os, const std::vector<TableRow>& rows) {
                   static_cast<double>(o.metrics.exposed_comm_ns) / 1e6, o.oom ? "OOM" : "OK");
     os << line;
     all_ok = all_ok && !o.oom;
+    if (o.oom) oom += (oom.empty() ? "" : ", ") + row.schedule;
+    capacity = o.memory_capacity_bytes;
     if (!o.oom && (!best || o.throughput.tokens_per_s_per_gpu > best->throughput.tokens_per_s_per_gpu)) best = &o;
   }
   if (best) {
@@ -38,7 +42,13 @@ bool print_summary_table(std::ostream& os, const std::vector<TableRow>& rows) {
   } else {
     os << "# no schedule fits in memory\n";
   }
-  os << "# memory check: " << (all_ok ? "OK" : "FAILED (a schedule is out of memory or not applicable)") << "\n";
+  if (oom.empty()) {
+    os << "# memory: OK\n";
+  } else {
+    std::snprintf(line, sizeof line, "# memory: FAILED for %s (peak above %.1f GiB usable)\n", oom.c_str(),
+                  static_cast<double>(capacity) / (1024.0 * 1024 * 1024));
+    os << line;
+  }
   return all_ok;
 }
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The main job on embedded defaults: installs dependencies, builds, and prints a schedule
-# comparison. Usage: scripts/run.sh
+# The main job on embedded defaults: installs dependencies, builds, and compares every applicable
+# schedule for llama3-70b on 64 x h100-sxm (TP4 PP4 DP4, 32 microbatches of 4096 tokens).
+# Usage: scripts/run.sh [extra pipelab compare flags, e.g. --seq 8192 --recompute selective]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 pipelab="${PIPELAB_BUILD_DIR:-build}/apps/pipelab"
-for schedule in 1f1b interleaved-1f1b zb-h1 zb-v dualpipev; do
-  "$pipelab" show --schedule "$schedule" --pp 4 --microbatches 8
-  echo
-done
+mkdir -p out
+"$pipelab" compare --model llama3-70b --gpu h100-sxm --tp 4 --pp 4 --dp 4 --mbs 1 --gbs 128 --seq 4096 \
+  --schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,dualpipe,dualpipev \
+  --json out/compare.json "$@"
+echo "result: out/compare.json"
