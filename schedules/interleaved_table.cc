@@ -36,4 +36,14 @@ int check_interleaving(const std::string& name, int pp, int chunks, int microbat
   return n;
 }
 
+InterleavedPlan make_interleaved_plan(const std::string& name, const ScheduleOptions& o, int default_vp) {
+  InterleavedPlan p;
+  p.v = o.vp > 0 ? o.vp : default_vp;
+  p.group = check_interleaving(name, o.pp, p.v, o.microbatches, o.group_size);
+  p.shape = make_shape(o.pp, o.pp * p.v, o.microbatches, Placement::Loop);
+  p.chunk = interleaved_chunk_order(o.microbatches, p.v, p.group);
+  p.total = o.microbatches * p.v;
+  return p;
+}
+
 }  // namespace pipelab::detail
