@@ -210,6 +210,19 @@ void accumulate_gain_grad(const Vec<Real>& a, const Vec<Real>& b, std::int64_t r
   }
 }
 
+// Sizes every pass derives from the shape: tokens, hidden, ffn and the element counts of a
+// (tokens, hidden) and a (tokens, ffn) tensor.
+struct Dims {
+  std::int64_t t;
+  int tokens, h, f;
+  std::size_t th, tf;
+};
+
+Dims dims_of(const BlockShape& s) {
+  const std::int64_t t = s.tokens();
+  return {t, static_cast<int>(t), s.hidden, s.ffn, static_cast<std::size_t>(t) * s.hidden, static_cast<std::size_t>(t) * s.ffn};
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -309,12 +322,7 @@ void forward(const BasicBlockParams<Real>& params, ConstSpan<Real> x, MutSpan<Re
   if (partially_overlap<Real>(x, out)) {
     throw InputError("forward: x and out overlap partially (they may be the same buffer)");
   }
-  const std::int64_t t = s.tokens();
-  const int tokens = static_cast<int>(t);
-  const int h = s.hidden;
-  const int f = s.ffn;
-  const std::size_t th = static_cast<std::size_t>(t) * h;
-  const std::size_t tf = static_cast<std::size_t>(t) * f;
+  const auto [t, tokens, h, f, th, tf] = dims_of(s);
 
   saved = BasicBlockSaved<Real>{};
   saved.shape = s;
@@ -378,12 +386,7 @@ void backward_input(const BasicBlockParams<Real>& params, BasicBlockSaved<Real>&
   if (partially_overlap<Real>(dout, dx)) {
     throw InputError("backward_input: dout and dx overlap partially (they may be the same buffer)");
   }
-  const std::int64_t t = s.tokens();
-  const int tokens = static_cast<int>(t);
-  const int h = s.hidden;
-  const int f = s.ffn;
-  const std::size_t th = static_cast<std::size_t>(t) * h;
-  const std::size_t tf = static_cast<std::size_t>(t) * f;
+  const auto [t, tokens, h, f, th, tf] = dims_of(s);
 
   stash = BasicWeightGradStash<Real>{};
   stash.shape = s;
@@ -455,10 +458,7 @@ void backward_weight(BasicWeightGradStash<Real>&& stash, BasicBlockParams<Real>&
     throw InputError("backward_weight: stash is empty or from another shape (was backward_input "
                      "run, and was the stash consumed already?)");
   }
-  const std::int64_t t = s.tokens();
-  const int tokens = static_cast<int>(t);
-  const int h = s.hidden;
-  const int f = s.ffn;
+  const auto [t, tokens, h, f, th, tf] = dims_of(s);
 
   accumulate_gain_grad(stash.xhat1, stash.dn1, t, h, grads.norm1_gain);
   gemm(true, false, h, 3 * h, tokens, Real(1), stash.n1.data(), h, stash.dqkv.data(), 3 * h,
