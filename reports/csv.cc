@@ -1,0 +1,74 @@
+// CSV renderers: a summary row per (input, schedule, timeline) with every summary metric as the
+// result wrote it (no unit conversion), and one row per timeline event.
+#include <sstream>
+
+#include "common.h"
+#include "pipelab/reports/render.h"
+
+namespace pipelab::reports {
+
+using namespace detail;
+
+std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
+  std::ostringstream os;
+  os << "input,kind,schedule,source,status,error,model,gpu,tp,pp,vp,cp,ep,dp,gpus,mbs,gbs,microbatches,seq_length,"
+        "makespan_ns,bubble_ratio,tflops_per_gpu,mfu,tokens_per_s_per_gpu,max_peak_memory_bytes,peak_memory_bytes,"
+        "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration\n";
+  for (const ReportInput& in : inputs) {
+    const auto& c = in.config;
+    auto named = [&](const char* key) {
+      const std::string n = config_text(c, {key, "name"});
+      return n.empty() && c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : n;
+    };
+    std::string gpus = config_text(c, {"parallel", "gpus"});
+    if (gpus.empty()) gpus = config_text(c, {"parallel", "world"});
+    std::ostringstream cfg;
+    cfg << csv_field(named("model")) << "," << csv_field(named("gpu"));
+    for (const char* k : {"tp", "pp", "vp", "cp", "ep", "dp"}) cfg << "," << csv_field(config_text(c, {"parallel", k}));
+    cfg << "," << csv_field(gpus);
+    for (const char* k : {"mbs", "gbs", "microbatches", "seq_length"}) cfg << "," << csv_field(config_text(c, {"parallel", k}));
+    const std::string config_fields = cfg.str();
+    const std::string lead = csv_field(in.name) + "," + csv_field(in.kind) + ",";
+    for (const ScheduleResult& s : in.schedules) {
+      if (s.failed()) {
+        os << lead << csv_field(s.schedule) << ",,error," << csv_field(s.error) << "," << config_fields
+           << ",,,,,,,,,,,,\n";
+        continue;
+      }
+      for (const TimelineResult& run : s.runs) {
+        const Summary& m = run.summary;
+        std::string peaks;
+        for (std::size_t r = 0; r < m.peak_memory_bytes.size(); ++r) {
+          peaks += (r ? ";" : "") + std::to_string(m.peak_memory_bytes[r]);
+        }
+        os << lead << csv_field(s.schedule) << "," << run.source << ",ok,," << config_fields << "," << m.makespan_ns
+           << "," << json_number(m.bubble_ratio) << "," << json_number(m.tflops_per_gpu) << "," << json_number(m.mfu)
+           << "," << json_number(m.tokens_per_s_per_gpu) << "," << m.max_peak_memory_bytes() << "," << peaks << ","
+           << m.exposed_comm_ns << "," << m.memory_capacity_bytes << "," << (m.oom ? "true" : "false") << ","
+           << json_number(m.model_flops) << "," << m.tokens_per_iteration << "\n";
+      }
+    }
+  }
+  return os.str();
+}
+
+std::string render_timeline_csv(const std::vector<ReportInput>& inputs) {
+  std::ostringstream os;
+  os << "input,schedule,source,rank,action,stream,start_ns,end_ns,bytes,flops\n";
+  for (const ReportInput& in : inputs) {
+    for (const ScheduleResult& s : in.schedules) {
+      for (const TimelineResult& run : s.runs) {
+        const std::string lead = csv_field(in.name) + "," + csv_field(s.schedule) + "," + run.source + ",";
+        for (std::size_t r = 0; r < run.timeline.ranks.size(); ++r) {
+          for (const TimelineEvent& e : run.timeline.ranks[r]) {
+            os << lead << r << "," << csv_field(to_string(e.action)) << "," << stream_name(e.stream) << ","
+               << e.start_ns << "," << e.end_ns << "," << e.bytes << "," << json_number(e.flops) << "\n";
+          }
+        }
+      }
+    }
+  }
+  return os.str();
+}
+
+}  // namespace pipelab::reports

@@ -1,0 +1,208 @@
+// Markdown report: the HTML report's tables (configuration, comparison with a units row and an
+// OK/FAILED footer, failures, predicted vs measured) and a text timeline per schedule for PP <= 8.
+#include <algorithm>
+#include <sstream>
+
+#include "common.h"
+#include "pipelab/reports/render.h"
+#include "pipelab/schedules/text_grid.h"
+
+namespace pipelab::reports {
+namespace {
+
+using namespace detail;
+
+constexpr std::size_t kMaxTextRanks = 8;
+constexpr std::size_t kMaxTextColumns = 96;
+
+std::string cell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') out += "\\|";
+    else if (c == '\n' || c == '\r') out += ' ';
+    else out += c;
+  }
+  return out;
+}
+
+// A pipe table with padded columns; `right[i]` right-aligns column i.
+std::string table(const std::vector<std::string>& header, const std::vector<bool>& right,
+                  const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(header.size(), 3);
+  auto measure = [&](const std::vector<std::string>& r) {
+    for (std::size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  };
+  measure(header);
+  for (const auto& r : rows) measure(r);
+  std::ostringstream os;
+  auto line = [&](const std::vector<std::string>& r) {
+    os << "|";
+    for (std::size_t i = 0; i < width.size(); ++i) {
+      const std::string& text = i < r.size() ? r[i] : std::string();
+      const std::string pad(width[i] - text.size(), ' ');
+      os << ' ' << (right[i] ? pad + text : text + pad) << " |";
+    }
+    os << "\n";
+  };
+  line(header);
+  os << "|";
+  for (std::size_t i = 0; i < width.size(); ++i) {
+    os << (right[i] ? " " + std::string(width[i] - 1, '-') + ": |" : " " + std::string(width[i], '-') + " |");
+  }
+  os << "\n";
+  for (const auto& r : rows) line(r);
+  return os.str();
+}
+
+std::string verdict_line(const Verdict& v) {
+  // Bold the closing OK/FAILED word.
+  const std::string word = v.ok ? "OK" : "FAILED";
+  const std::string& t = v.text;
+  if (t.size() >= word.size() && t.compare(t.size() - word.size(), word.size(), word) == 0) {
+    return t.substr(0, t.size() - word.size()) + "**" + word + "**";
+  }
+  return t;
+}
+
+void text_timeline(std::ostringstream& os, const std::string& title, const Timeline& t) {
+  os << "### " << title << "\n\n";
+  if (t.ranks.size() > kMaxTextRanks) {
+    os << "(" << t.ranks.size() << " ranks: text timelines are printed for PP <= " << kMaxTextRanks << ")\n\n";
+    return;
+  }
+  const auto grid = timeline_text_grid(t);
+  std::size_t width = 0;
+  for (const auto& row : grid) width = std::max(width, row.size());
+  if (width == 0) {
+    os << "(empty timeline: no compute events)\n\n";
+    return;
+  }
+  const std::size_t shown = std::min(width, kMaxTextColumns);
+  os << "```text\n" << render_text_grid("step", grid, 0, shown) << "```\n";
+  if (shown < width) os << "(first " << shown << " of " << width << " steps)\n";
+  os << "\n";
+}
+
+}  // namespace
+
+std::string render_markdown(const std::vector<ReportInput>& inputs) {
+  std::ostringstream os;
+  const ComparisonTable t = build_comparison(inputs);
+  os << "# pipelab report\n\n";
+  {
+    std::string list;
+    for (const ReportInput& in : inputs) list += (list.empty() ? "" : ", ") + ("`" + in.name + "` (" + in.kind + ")");
+    os << "Results: " << (list.empty() ? "none" : list) << "\n\n";
+  }
+
+  // Configuration
+  const std::vector<ConfigRow> config = config_rows(inputs);
+  if (!config.empty()) {
+    os << "## Configuration\n\n";
+    std::vector<std::string> header{"setting"};
+    std::vector<bool> right{false};
+    for (const ReportInput& in : inputs) {
+      header.push_back(inputs.size() > 1 ? cell(in.name) : "value");
+      right.push_back(false);
+    }
+    std::vector<std::vector<std::string>> rows;
+    for (const ConfigRow& r : config) {
+      std::vector<std::string> row{cell(r.label)};
+      for (const std::string& v : r.values) row.push_back(v.empty() ? "-" : cell(v));
+      rows.push_back(std::move(row));
+    }
+    os << table(header, right, rows) << "\n";
+  }
+
+  // Comparison
+  os << "## Comparison\n\n";
+  if (t.rows.empty()) {
+    os << "No timelines to compare.\n\n";
+  } else {
+    std::vector<std::string> header, units;
+    std::vector<bool> right;
+    if (t.multi_input) {
+      header.push_back("result");
+      units.push_back("");
+      right.push_back(false);
+    }
+    header.push_back("schedule");
+    units.push_back("");
+    right.push_back(false);
+    for (const MetricColumn& c : metric_columns()) {
+      header.push_back(c.header);
+      units.push_back(c.unit);
+      right.push_back(true);
+    }
+    std::vector<std::vector<std::string>> rows{units};
+    for (const TableRow& r : t.rows) {
+      std::vector<std::string> row;
+      if (t.multi_input) row.push_back(cell(r.input->name));
+      row.push_back(cell(r.label));
+      for (int c = 0; c < kNumMetrics; ++c) {
+        std::string text = r.best[c] ? "**" + r.text[c] + "**" : r.text[c];
+        if (c == kPeakMemory && r.oom) text += " OOM";
+        row.push_back(text);
+      }
+      rows.push_back(std::move(row));
+    }
+    os << table(header, right, rows) << "\n";
+  }
+  for (const Verdict& v : t.footer) os << "- " << verdict_line(v) << "\n";
+  os << "\n";
+  if (!t.rows.empty()) {
+    os << "Best value per column in **bold** (lowest time, bubble, memory and exposed communication; highest "
+          "throughput), among timelines of the same kind that fit in memory. Metric definitions: docs/metrics.md.\n\n";
+  }
+
+  // Failures
+  if (!t.failed.empty()) {
+    os << "## Failed schedules\n\n";
+    for (std::size_t i = 0; i < t.failed.size(); ++i) {
+      os << "- " << (t.multi_input ? cell(t.failed_input[i]->name) + " " : "") << "`" << t.failed[i]->schedule
+         << "`: " << cell(t.failed[i]->error) << "\n";
+    }
+    os << "\n";
+  }
+
+  // Predicted vs measured
+  const std::vector<FidelityRow> fid = fidelity_rows(inputs);
+  if (!fid.empty()) {
+    os << "## Predicted vs measured\n\n";
+    std::vector<std::string> header{"schedule", "makespan error", "bubble predicted", "bubble measured",
+                                    "action error p50", "action error p90", "gradients", "within"};
+    std::vector<std::string> units{"", "(%)", "(%)", "(%)", "(%)", "(%)", "", ""};
+    std::vector<bool> right{false, true, true, true, true, true, false, false};
+    if (t.multi_input) {
+      header.insert(header.begin(), "result");
+      units.insert(units.begin(), "");
+      right.insert(right.begin(), false);
+    }
+    std::vector<std::vector<std::string>> rows{units};
+    for (const FidelityRow& f : fid) {
+      std::vector<std::string> row{cell(f.schedule), f.makespan_error, f.bubble_predicted, f.bubble_measured,
+                                   f.action_p50, f.action_p90, f.gradients.empty() ? "-" : f.gradients,
+                                   f.within ? "OK" : "FAILED"};
+      if (t.multi_input) row.insert(row.begin(), cell(f.input->name));
+      rows.push_back(std::move(row));
+    }
+    os << table(header, right, rows) << "\n";
+    os << "makespan error = predicted / measured - 1; thresholds: |makespan error| <= 5%, |bubble predicted - "
+          "measured| <= 0.02.\n\n";
+  }
+
+  // Text timelines
+  if (!t.rows.empty()) {
+    os << "## Timelines\n\n";
+    os << "Compute actions per rank in start order, aligned in steps: an action sits in a later column than every "
+          "action that ended before it started. `.` = idle; `0F7&7B3` = an F&B unit.\n\n";
+    for (const TableRow& r : t.rows) {
+      text_timeline(os, (t.multi_input ? r.input->name + ": " : std::string()) + r.label, r.run->timeline);
+    }
+  }
+  std::string out = os.str();
+  while (out.size() >= 2 && out[out.size() - 1] == '\n' && out[out.size() - 2] == '\n') out.pop_back();
+  return out;
+}
+
+}  // namespace pipelab::reports

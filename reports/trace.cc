@@ -1,0 +1,83 @@
+// Chrome trace event format (JSON object form), readable by Perfetto and chrome://tracing: one
+// complete ("X") event per timeline event, pid = rank (offset per timeline), tid = stream.
+#include <algorithm>
+#include <sstream>
+
+#include "common.h"
+#include "pipelab/reports/render.h"
+
+namespace pipelab::reports {
+
+using nlohmann::json;
+
+// Streams as trace threads: tid = the Stream's value (compute 0, send 1, recv 2, collective 3).
+constexpr int kNumStreams = static_cast<int>(Stream::Collective) + 1;
+using namespace detail;
+
+std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
+  struct Block {
+    const ReportInput* input;
+    const ScheduleResult* schedule;
+    const TimelineResult* run;
+  };
+  std::vector<Block> blocks;
+  std::size_t max_ranks = 0;
+  for (const ReportInput& in : inputs) {
+    for (const ScheduleResult& s : in.schedules) {
+      for (const TimelineResult& run : s.runs) {
+        blocks.push_back({&in, &s, &run});
+        max_ranks = std::max(max_ranks, run.timeline.ranks.size());
+      }
+    }
+  }
+  const std::size_t stride = (max_ranks / 1000 + 1) * 1000;
+  std::ostringstream os;
+  os << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"pipelab report\",\"pid_stride\":" << stride
+     << "},\"traceEvents\":[";
+  bool first = true;
+  auto emit = [&](const json& e) {
+    os << (first ? "\n" : ",\n") << e.dump();
+    first = false;
+  };
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const Block& bl = blocks[b];
+    std::string prefix;
+    if (blocks.size() > 1) {
+      if (inputs.size() > 1) prefix += bl.input->name + " ";
+      prefix += bl.schedule->schedule + " ";
+      if (bl.run->source != "simulated") prefix += bl.run->source + " ";
+    }
+    const Timeline& t = bl.run->timeline;
+    for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+      const auto pid = static_cast<std::int64_t>(b * stride + r);
+      emit({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+            {"args", {{"name", prefix + "rank " + std::to_string(r)}}}});
+      emit({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"sort_index", pid}}}});
+      for (int tid = 0; tid < kNumStreams; ++tid) {
+        emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+              {"args", {{"name", std::string(stream_name(static_cast<Stream>(tid)))}}}});
+        emit({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
+      }
+      for (const TimelineEvent& e : t.ranks[r]) {
+        json args = {{"stage", e.action.stage}, {"microbatch", e.action.mb}, {"bytes", e.bytes}, {"flops", e.flops},
+                     {"start_ns", e.start_ns}, {"end_ns", e.end_ns}};
+        if (e.action.op == Op::OverlapFB) {
+          args["b_stage"] = e.action.b_stage;
+          args["b_microbatch"] = e.action.b_mb;
+        }
+        emit({{"name", to_string(e.action)},
+              {"cat", std::string(op_name(e.action.op))},
+              {"ph", "X"},
+              {"pid", pid},
+              {"tid", static_cast<int>(e.stream)},
+              {"ts", static_cast<double>(e.start_ns) / 1e3},
+              {"dur", static_cast<double>(e.end_ns - e.start_ns) / 1e3},
+              {"args", std::move(args)}});
+      }
+    }
+  }
+  os << "\n]}\n";
+  return os.str();
+}
+
+}  // namespace pipelab::reports

@@ -1,0 +1,240 @@
+// Loading result JSON: the fixtures load; bad input (wrong format, other versions, missing fields,
+// non-result JSON) fails with an error naming the field; empty timelines render in every format.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "pipelab/base/error.h"
+#include "pipelab/reports/render.h"
+#include "test_support.h"
+
+namespace pipelab::reports {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing::data_path;
+using testing::read_text;
+
+json fixture_json(const std::string& name) { return json::parse(read_text(data_path(name))); }
+
+std::string load_error(const json& j, const std::string& name = "bad") {
+  try {
+    load_result(j, name);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(LoadResult, SimulateFixture) {
+  const ReportInput in = testing::fixture("simulate_1f1b_2r_3mb.json");
+  EXPECT_EQ(in.name, "simulate_1f1b_2r_3mb");
+  EXPECT_EQ(in.kind, "simulate");
+  ASSERT_EQ(in.schedules.size(), 1u);
+  const ScheduleResult& s = in.schedules[0];
+  EXPECT_EQ(s.schedule, "1f1b");
+  ASSERT_EQ(s.runs.size(), 1u);
+  EXPECT_EQ(s.runs[0].source, "simulated");
+  EXPECT_EQ(s.runs[0].summary.makespan_ns, 123'800'000);
+  EXPECT_EQ(s.runs[0].summary.peak_memory_bytes.size(), 2u);
+  EXPECT_EQ(s.runs[0].summary.max_peak_memory_bytes(), 15'032'385'536);
+  EXPECT_EQ(s.runs[0].timeline.ranks.size(), 2u);
+  EXPECT_EQ(s.runs[0].ranks.size(), 2u);
+  EXPECT_EQ(s.runs[0].memory.size(), 2u);
+}
+
+TEST(LoadResult, CompareFixtureKeepsTheFailedSchedule) {
+  const ReportInput in = testing::fixture("compare_2r_4mb.json");
+  ASSERT_EQ(in.schedules.size(), 4u);
+  EXPECT_EQ(in.schedules[0].schedule, "gpipe");
+  EXPECT_TRUE(in.schedules[0].runs[0].summary.oom);
+  EXPECT_TRUE(in.schedules[3].failed());
+  EXPECT_THAT(in.schedules[3].error, HasSubstr("dualpipe needs"));
+  EXPECT_TRUE(in.schedules[3].runs.empty());
+}
+
+TEST(LoadResult, RunFixtureHasPredictedThenMeasured) {
+  const ReportInput in = testing::fixture("run_1f1b_2r_3mb.json");
+  ASSERT_EQ(in.schedules.size(), 1u);
+  ASSERT_EQ(in.schedules[0].runs.size(), 2u);
+  EXPECT_EQ(in.schedules[0].runs[0].source, "predicted");
+  EXPECT_EQ(in.schedules[0].runs[1].source, "measured");
+  EXPECT_TRUE(in.schedules[0].runs[1].memory.empty());
+  EXPECT_TRUE(in.schedules[0].comparison.is_object());
+  EXPECT_TRUE(in.schedules[0].gradient_check.is_object());
+}
+
+TEST(LoadResult, OlderAndNewerVersionsAreRejected) {
+  for (int v : {0, 2, 7}) {
+    json j = fixture_json("simulate_1f1b_2r_3mb.json");
+    j["version"] = v;
+    EXPECT_EQ(load_error(j, "r.json"),
+              "r.json: unsupported result version " + std::to_string(v) + "; this build reads 1");
+  }
+}
+
+TEST(LoadResult, VersionMustBeAnInteger) {
+  json j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["version"] = "1";
+  EXPECT_THAT(load_error(j), HasSubstr("field \"version\" must be an integer"));
+  j.erase("version");
+  EXPECT_THAT(load_error(j), HasSubstr("missing field \"version\""));
+}
+
+TEST(LoadResult, WrongOrMissingFormat) {
+  json j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["format"] = "pipelab.schedule";
+  EXPECT_THAT(load_error(j), HasSubstr("field \"format\" is \"pipelab.schedule\", expected \"pipelab.result\""));
+  j.erase("format");
+  EXPECT_THAT(load_error(j), HasSubstr("missing field \"format\""));
+}
+
+TEST(LoadResult, NonResultJson) {
+  EXPECT_THAT(load_error(json::array({1, 2, 3})), HasSubstr("not a pipelab result"));
+  EXPECT_THAT(load_error(json{{"name", "llama3-8b"}, {"num_layers", 32}}), HasSubstr("missing field \"format\""));
+  // A schedule file is JSON, but not a result.
+  const json schedule = {{"format", "pipelab.schedule"}, {"version", 1}, {"pp", 2}};
+  EXPECT_THAT(load_error(schedule), HasSubstr("not a result file"));
+}
+
+TEST(LoadResult, UnknownKind) {
+  json j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["kind"] = "plan";
+  EXPECT_THAT(load_error(j), HasSubstr("field \"kind\" is \"plan\""));
+}
+
+TEST(LoadResult, EveryMissingSummaryKeyIsNamed) {
+  for (const char* key : {"makespan_ns", "bubble_ratio", "tflops_per_gpu", "mfu", "tokens_per_s_per_gpu",
+                          "peak_memory_bytes", "exposed_comm_ns", "memory_capacity_bytes", "oom", "model_flops",
+                          "tokens_per_iteration"}) {
+    json j = fixture_json("simulate_1f1b_2r_3mb.json");
+    j["summary"].erase(key);
+    EXPECT_EQ(load_error(j, "s.json"), std::string("s.json: summary: missing field \"") + key + "\"") << key;
+  }
+}
+
+TEST(LoadResult, WrongTypesAreNamedWithTheirPath) {
+  json j = fixture_json("compare_2r_4mb.json");
+  j["results"][1]["summary"]["mfu"] = "high";
+  EXPECT_EQ(load_error(j, "c.json"), "c.json: results[1].summary.mfu: must be a number");
+  j = fixture_json("compare_2r_4mb.json");
+  j["results"][2]["summary"]["peak_memory_bytes"][1] = "x";
+  EXPECT_EQ(load_error(j, "c.json"), "c.json: results[2].summary.peak_memory_bytes[1]: must be an integer");
+  j = fixture_json("compare_2r_4mb.json");
+  j["results"][0]["summary"]["makespan_ns"] = 1.5;
+  EXPECT_EQ(load_error(j, "c.json"), "c.json: results[0].summary.makespan_ns: must be an integer");
+  j = fixture_json("compare_2r_4mb.json");
+  j["results"][0]["summary"]["oom"] = 0;
+  EXPECT_EQ(load_error(j, "c.json"), "c.json: results[0].summary.oom: must be true or false");
+}
+
+TEST(LoadResult, MissingSectionsAreNamed) {
+  json j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j.erase("summary");
+  EXPECT_THAT(load_error(j), HasSubstr("missing field \"summary\""));
+  j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j.erase("timeline");
+  EXPECT_THAT(load_error(j), HasSubstr("missing field \"timeline\""));
+  j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j.erase("config");
+  EXPECT_THAT(load_error(j), HasSubstr("missing field \"config\""));
+  j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["config"].erase("schedule");
+  EXPECT_THAT(load_error(j), HasSubstr("config: missing field \"schedule\""));
+  j = fixture_json("compare_2r_4mb.json");
+  j["results"][1].erase("summary");
+  EXPECT_THAT(load_error(j), HasSubstr("results[1]: missing field \"summary\" (or \"error\""));
+  j = fixture_json("compare_2r_4mb.json");
+  j["results"][0].erase("schedule");
+  EXPECT_THAT(load_error(j), HasSubstr("results[0]: missing field \"schedule\""));
+  j = fixture_json("run_1f1b_2r_3mb.json");
+  j.erase("measured");
+  EXPECT_THAT(load_error(j), HasSubstr("missing field \"measured\""));
+  j = fixture_json("run_1f1b_2r_3mb.json");
+  j["predicted"]["summary"].erase("bubble_ratio");
+  EXPECT_THAT(load_error(j), HasSubstr("predicted.summary: missing field \"bubble_ratio\""));
+}
+
+TEST(LoadResult, BadTimelineAndMemoryEntriesAreNamed) {
+  json j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["timeline"][3].erase("end_ns");
+  EXPECT_THAT(load_error(j), HasSubstr("timeline[3]: missing field \"end_ns\""));
+  j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["timeline"][0]["action"] = "0X0";
+  EXPECT_THAT(load_error(j), HasSubstr("timeline[0]: field \"action\""));
+  j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["memory"][1]["samples"][2] = json::array({1});
+  EXPECT_THAT(load_error(j), HasSubstr("memory[1].samples[2]: must be a [time_ns, bytes] pair"));
+  j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["ranks"][0].erase("busy_ns");
+  EXPECT_THAT(load_error(j), HasSubstr("ranks[0]: missing field \"busy_ns\""));
+}
+
+TEST(LoadResultFile, ErrorsNameThePath) {
+  try {
+    load_result_file(data_path("no_such_file.json"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot read"));
+  }
+  // A non-JSON file.
+  try {
+    load_result_file(data_path("make_fixtures.py"));
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("make_fixtures.py: not JSON"));
+  }
+}
+
+// A minimal result: no ranks, no events, all-zero metrics.
+json empty_result() {
+  return {{"format", "pipelab.result"},
+          {"version", 1},
+          {"kind", "simulate"},
+          {"config", {{"schedule", "1f1b"}}},
+          {"summary",
+           {{"makespan_ns", 0}, {"bubble_ratio", 0}, {"tflops_per_gpu", 0}, {"mfu", 0}, {"tokens_per_s_per_gpu", 0},
+            {"peak_memory_bytes", json::array()}, {"exposed_comm_ns", 0}, {"memory_capacity_bytes", 0},
+            {"oom", false}, {"model_flops", 0}, {"tokens_per_iteration", 0}}},
+          {"timeline", json::array()}};
+}
+
+void expect_renders_cleanly(const std::vector<ReportInput>& inputs) {
+  for (Format f : {Format::Html, Format::Markdown, Format::SummaryCsv, Format::TimelineCsv, Format::Trace}) {
+    const std::string out = render(inputs, f);
+    EXPECT_FALSE(out.empty()) << format_name(f);
+    for (const char* bad : {"nan", "NaN", "inf", "Infinity"}) {
+      EXPECT_EQ(out.find(bad), std::string::npos) << format_name(f) << " contains " << bad;
+    }
+  }
+}
+
+TEST(EmptyInput, EmptyTimelineRendersEverywhere) {
+  const ReportInput in = load_result(empty_result(), "empty");
+  expect_renders_cleanly({in});
+  const std::string html = render_html({in});
+  EXPECT_THAT(html, HasSubstr("empty timeline"));
+  EXPECT_TRUE(json::parse(render_chrome_trace({in})).contains("traceEvents"));
+}
+
+TEST(EmptyInput, ZeroLengthEventsRender) {
+  json j = empty_result();
+  j["timeline"] = json::array({{{"rank", 0}, {"action", "0F0"}, {"stream", "compute"}, {"start_ns", 0}, {"end_ns", 0}},
+                               {{"rank", 1}, {"action", "1F0"}, {"stream", "compute"}, {"start_ns", 0}, {"end_ns", 0}}});
+  j["memory"] = json::array({{{"rank", 0}, {"samples", json::array({json::array({0, 0})})}}});
+  j["ranks"] = json::array({{{"rank", 0}, {"busy_ns", 0}, {"idle_ns", 0}, {"comm_ns", 0}, {"exposed_comm_ns", 0}}});
+  expect_renders_cleanly({load_result(j, "zero")});
+}
+
+TEST(EmptyInput, CompareWithOnlyFailuresAndNoInputs) {
+  json j = json::parse(read_text(data_path("compare_2r_4mb.json")));
+  j["results"] = json::array({{{"schedule", "dualpipe"}, {"error", "needs m >= 2*pp"}}});
+  const ReportInput in = load_result(j, "failed");
+  expect_renders_cleanly({in});
+  EXPECT_THAT(render_markdown({in}), HasSubstr("No timelines to compare."));
+  EXPECT_THAT(render_markdown({in}), HasSubstr("`dualpipe`: needs m >= 2*pp"));
+  expect_renders_cleanly({});
+}
+
+}  // namespace
+}  // namespace pipelab::reports
