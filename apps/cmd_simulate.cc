@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "config_flags.h"
 #include "pipelab/base/error.h"
+#include "pipelab/reports/write.h"
 #include "pipelab/schedules/registry.h"
 #include "result_json.h"
 #include "summary_table.h"
@@ -32,9 +33,6 @@ void print_config_line(std::ostream& os, const ResolvedConfig& r) {
 
 }  // namespace
 
-// Hook for --report; set by the reports integration (null: --report unsupported in this build).
-ReportWriter g_report_writer = nullptr;
-
 void add_simulate_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand("simulate", "Simulate one schedule on one configuration");
   auto flags = add_config_flags(cmd);
@@ -54,11 +52,8 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
     print_summary_table(std::cout, {{outcome.schedule, &outcome, ""}});
     const nlohmann::json result = simulate_result(config_json(resolved.model, resolved.gpu, resolved.config, flags->cost), outcome);
     if (!json_out->empty()) write_json_file(*json_out, result);
-    for (const auto& [path, format] : {std::pair{*trace_out, std::string("trace")}, std::pair{*report_out, std::string()}}) {
-      if (path.empty()) continue;
-      if (!g_report_writer) throw InputError("this build has no report renderers");
-      g_report_writer({result}, path, format);
-    }
+    if (!trace_out->empty()) reports::write_report({result}, *trace_out, "trace");
+    if (!report_out->empty()) reports::write_report({result}, *report_out, "");
     exit_code = 0;
   });
 }
@@ -103,8 +98,7 @@ void add_compare_command(CLI::App& root, int& exit_code) {
     result["results"] = std::move(results);
     if (!json_out->empty()) write_json_file(*json_out, result);
     if (!report_out->empty()) {
-      if (!g_report_writer) throw InputError("this build has no report renderers");
-      g_report_writer({result}, *report_out, "");
+      reports::write_report({result}, *report_out, "");
       std::cout << "# report: " << *report_out << "\n";
     }
     exit_code = 0;

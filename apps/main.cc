@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "report_command.h"
 #include "pipelab/base/error.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   pipelab::app::add_validate_command(root, exit_code);
   pipelab::app::add_simulate_command(root, exit_code);
   pipelab::app::add_compare_command(root, exit_code);
+  pipelab::app::add_report_command(root, exit_code);
   try {
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

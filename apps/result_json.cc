@@ -1,6 +1,7 @@
 // Result JSON writer.
 #include "result_json.h"
 
+#include <filesystem>
 #include <fstream>
 
 #include "pipelab/base/error.h"
@@ -69,6 +70,9 @@ nlohmann::json simulate_result(const nlohmann::json& config, const sim::Simulati
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
   std::ofstream out(path);
   if (!out) throw InputError("cannot write " + path);
   out << j.dump(1) << "\n";

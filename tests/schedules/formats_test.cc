@@ -33,7 +33,9 @@ TEST_P(FormatsRoundTrip, CsvComputeOnly) {
   // The shape is inferred from the cells; the placement is recognised (with one rank, Loop and V
   // are the same map, and Loop is reported).
   EXPECT_EQ(back.value().shape.stage_to_rank, s.shape.stage_to_rank);
-  if (s.shape.ranks > 1) EXPECT_EQ(back.value().shape, s.shape);
+  if (s.shape.ranks > 1) {
+    EXPECT_EQ(back.value().shape, s.shape);
+  }
   EXPECT_EQ(back.value().ranks, s.ranks);
 }
 

@@ -88,8 +88,12 @@ TEST_P(EveryGenerator, PerRankCountsMatchClosedForms) {
     EXPECT_EQ(n.f, stages_here * per_chain) << "rank " << r;
     EXPECT_EQ(n.b + n.i, stages_here * per_chain) << "rank " << r;
     EXPECT_EQ(n.w, n.i) << "rank " << r;
-    if (!info.splits_backward) EXPECT_EQ(n.i, 0) << "rank " << r;
-    if (c.schedule == "zb-h1" || c.schedule == "zb-h2" || c.schedule == "zb-v") EXPECT_EQ(n.b, 0) << "rank " << r;
+    if (!info.splits_backward) {
+      EXPECT_EQ(n.i, 0) << "rank " << r;
+    }
+    if (c.schedule == "zb-h1" || c.schedule == "zb-h2" || c.schedule == "zb-v") {
+      EXPECT_EQ(n.b, 0) << "rank " << r;
+    }
     if (c.schedule == "dualpipev") {
       EXPECT_EQ(n.i, 2 * c.pp - r - 1) << "rank " << r;  // backwards split into I + deferred W
       EXPECT_EQ(n.overlap, 2 * (c.microbatches - 2 * c.pp + r + 1) - (r == c.pp - 1 ? 1 : 0) + (c.pp - r - 1));

@@ -39,7 +39,9 @@ TEST(Engine, ComputeFollowsListOrderWithoutOverlap) {
     ASSERT_EQ(events.size(), compute.ranks[rank].size());
     for (std::size_t k = 0; k < events.size(); ++k) {
       EXPECT_EQ(events[k]->action, *compute.ranks[rank][k]);
-      if (k) EXPECT_GE(events[k]->start_ns, events[k - 1]->end_ns);
+      if (k) {
+        EXPECT_GE(events[k]->start_ns, events[k - 1]->end_ns);
+      }
     }
   }
 }
@@ -54,11 +56,15 @@ TEST(Engine, CommunicationSitsOnTheCriticalPath) {
       t.w_ns = 100;
       t.comm_ns = 30;
       const auto r = run_uniform("1f1b", P, 1, m, t);
-      if (m == 1) EXPECT_EQ(r.timeline.makespan_ns(), P * 300 + 2 * (P - 1) * 30);
+      if (m == 1) {
+        EXPECT_EQ(r.timeline.makespan_ns(), P * 300 + 2 * (P - 1) * 30);
+      }
       EXPECT_GE(r.timeline.makespan_ns(), (m + P - 1) * 300 + 2 * (P - 1) * 30);
       for (const auto& rank : r.timeline.ranks) {
         for (const auto& e : rank) {
-          if (e.stream != Stream::Compute) EXPECT_EQ(e.duration_ns(), 30);
+          if (e.stream != Stream::Compute) {
+            EXPECT_EQ(e.duration_ns(), 30);
+          }
         }
       }
     }
