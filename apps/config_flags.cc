@@ -40,23 +40,23 @@ std::shared_ptr<ConfigFlags> add_config_flags(CLI::App* cmd) {
   ConfigFlags& c = *f;
   cmd->add_option("--model", c.model, "Model preset (pipelab list models) or a model JSON file")->capture_default_str();
   cmd->add_option("--gpu", c.gpu, "GPU preset (pipelab list gpus) or a GPU JSON file")->capture_default_str();
-  cmd->add_option("--tp,--tensor-model-parallel-size", c.tp, "Tensor-parallel size")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--pp,--pipeline-model-parallel-size", c.pp, "Pipeline-parallel size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--tp,--tensor-model-parallel-size", c.tp, "Tensor-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--pp,--pipeline-model-parallel-size", c.pp, "Pipeline-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--vp,--virtual-pipeline-model-parallel-size,--num-virtual-stages-per-pipeline-rank", c.vp,
                   "Chunks per rank for interleaved schedules (0 = the schedule's default)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--num-layers-per-virtual-pipeline-stage", c.layers_per_virtual_stage,
                   "Megatron's way to give vp: vp = (num_layers / pp) / this");
-  cmd->add_option("--cp,--context-parallel-size", c.cp, "Context-parallel size")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--ep,--expert-model-parallel-size", c.ep, "Expert-parallel size")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--dp,--data-parallel-size", c.dp, "Data-parallel size (0 = derive from --gpus)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--gpus,--world-size", c.gpus, "Total GPUs (default tp*pp*cp*4 when --dp is not given)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--mbs,--micro-batch-size", c.mbs, "Micro-batch size (sequences)")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--gbs,--global-batch-size", c.gbs, "Global batch size (sequences); default mbs*dp*32")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cp,--context-parallel-size", c.cp, "Context-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--ep,--expert-model-parallel-size", c.ep, "Expert-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--dp,--data-parallel-size", c.dp, "Data-parallel size (0 = derive from --gpus)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--gpus,--world-size", c.gpus, "Total GPUs (default tp*pp*cp*4 when --dp is not given)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--mbs,--micro-batch-size", c.mbs, "Micro-batch size (sequences)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--gbs,--global-batch-size", c.gbs, "Global batch size (sequences); default mbs*dp*32")->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--microbatches,--num-microbatches", c.microbatches, "Microbatches per iteration (instead of --gbs)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--seq,--seq-length", c.seq, "Sequence length (default: the model's)")->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--seq,--seq-length", c.seq, "Sequence length (default: the model's)")->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--recompute,--recompute-granularity", c.recompute, "none | selective | full")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "selective", "full"}));

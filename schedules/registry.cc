@@ -73,6 +73,14 @@ Schedule make_schedule(std::string_view name, const ScheduleOptions& options) {
   if (o.pp < 1) throw ScheduleError(info.name + " needs pp >= 1, got " + std::to_string(o.pp));
   if (o.microbatches < 1) throw ScheduleError(info.name + " needs microbatches >= 1, got " + std::to_string(o.microbatches));
   if (o.vp < 1) throw ScheduleError(info.name + " needs vp >= 1, got " + std::to_string(o.vp));
+  // Every (stage, microbatch) has an F, a backward and possibly a W: refuse sizes that would not fit
+  // in memory rather than fail deep inside an allocation.
+  const long long actions = 3LL * o.pp * o.vp * o.microbatches;
+  if (actions > kMaxScheduleActions) {
+    throw ScheduleError(info.name + " with pp=" + std::to_string(o.pp) + ", vp=" + std::to_string(o.vp) + ", microbatches=" +
+                        std::to_string(o.microbatches) + " has about " + std::to_string(actions) + " actions; the limit is " +
+                        std::to_string(kMaxScheduleActions));
+  }
   return info.make(o);
 }
 
