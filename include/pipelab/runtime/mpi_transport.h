@@ -1,0 +1,39 @@
+// MPI transport: one process per rank (`mpirun -np P pipelab run --transport mpi ...`). SEND posts
+// MPI_Isend, RECV posts MPI_Irecv, the consumer waits; waits poll so that the watchdog and abort
+// notices from failed peers are seen. No MPI header is included here.
+#pragma once
+
+#include <memory>
+
+#include "pipelab/runtime/transport.h"
+
+namespace pipelab::runtime {
+
+/// True when this build contains the MPI transport.
+bool mpi_built();
+
+/// True when the process was started by an MPI launcher (mpirun/mpiexec/srun environment).
+bool launched_by_mpi();
+
+/// MPI for the lifetime of the object: initializes MPI (thread level FUNNELED) unless it already
+/// is, finalizes it on destruction if it initialized it. At most one per process. Throws DeviceError
+/// when the build has no MPI.
+class MpiSession {
+ public:
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  /// Endpoint on MPI_COMM_WORLD for messages of `shape`; shape.ranks must equal size().
+  std::unique_ptr<Transport> transport(const PipelineShape& shape, WaitPolicy wait = WaitPolicy::Auto);
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  bool owns_ = false;
+};
+
+}  // namespace pipelab::runtime

@@ -1,0 +1,47 @@
+// Profiling for the profiled cost model: per-layer and per-stage F, I, W, B and F&B times of the
+// mock model on the cpu backend (median of repeats after warm-up), the loss, and the one-way time of
+// point-to-point messages over a transport.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "pipelab/profiles/measured_profile.h"
+#include "pipelab/runtime/backend.h"
+#include "pipelab/runtime/transport.h"
+
+namespace pipelab::runtime {
+
+struct ProfileOptions {
+  ModelConfig model;
+  int repeats = 20;   // timed repetitions per op and thread (the median of all is kept)
+  int warmup = 3;     // untimed repetitions first...
+  std::chrono::milliseconds min_warmup{300};  // ...and at least this long
+  /// Threads measuring at the same time, one per core (capped at the cores): the load of a run whose
+  /// ranks keep that many cores busy. 1 measures on the calling thread.
+  int concurrency = 1;
+  int core = 0;       // concurrency 1: pin the calling thread to this core; -1 = do not pin
+  /// Called after each measured op with a short label, for progress output.
+  std::function<void(const char* what)> on_progress;
+};
+
+/// Compute part of a profile (p2p left empty): backend "cpu", the model, per-layer and per-stage
+/// op times and FLOPs, loss time, activation bytes. BLAS runs one thread per measuring thread.
+MeasuredProfile measure_compute(const ProfileOptions& options);
+
+/// Message sizes a profile measures for a model: 8 bytes, the activation, and 4x the activation.
+std::vector<std::int64_t> p2p_sizes(std::int64_t activation_bytes);
+
+/// Ping-pong between ranks 0 and 1 of `transport`; every rank calls it (ranks >= 2 only wait at the
+/// barriers). One-way time per size = median round trip / 2; latency and bandwidth are the
+/// least-squares line through (bytes, time). Meaningful on rank 0.
+P2PProfile measure_p2p(Transport& transport, BufferPool& pool, std::span<const std::int64_t> sizes,
+                                 int repeats, std::chrono::nanoseconds timeout);
+
+/// measure_p2p between two threads of this process over the in-process transport.
+P2PProfile measure_inproc_p2p(std::span<const std::int64_t> sizes, int repeats, WaitPolicy wait = WaitPolicy::Auto);
+
+}  // namespace pipelab::runtime

@@ -1,0 +1,57 @@
+// Drivers: run a lowered schedule for some iterations on every rank, in-process (a thread per rank)
+// or distributed (this process is one rank of a multi-process transport), and collect the measured
+// timelines, losses, memory and gradients.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "pipelab/kernels/block.h"
+#include "pipelab/runtime/backend.h"
+#include "pipelab/runtime/executor.h"
+#include "pipelab/runtime/transport.h"
+#include "pipelab/schedules/schedule.h"
+#include "pipelab/schedules/timeline.h"
+
+namespace pipelab::runtime {
+
+struct RunOptions {
+  int warmup = 0;       // iterations run and discarded
+  int iterations = 1;   // iterations measured
+  ExecutorOptions executor;
+  bool pin_threads = true;             // in-process: thread r on core r when ranks <= cores
+  WaitPolicy wait = WaitPolicy::Auto;  // in-process transport
+  bool validate = true;                // require_valid(schedule) first
+  bool collect_gradients = false;      // fill RunResult::stage_gradients after the last iteration
+};
+
+struct RunResult {
+  std::vector<Timeline> iterations;              // measured iterations, in order
+  std::vector<double> losses;                    // per measured iteration (mean over microbatches)
+  std::vector<std::int64_t> peak_state_bytes;    // per rank, max over measured iterations
+  std::vector<std::int64_t> static_bytes;        // per rank: weights + gradient accumulators
+  /// Per stage (index = stage), one BlockGrads per layer, after the last iteration.
+  std::vector<std::vector<kernels::BlockGrads>> stage_gradients;
+
+  /// Index of the iteration whose makespan is the median (the lower middle for an even count).
+  std::size_t median_iteration() const;
+};
+
+/// Makes rank r's backend. Called on rank r's thread (so first-touch memory lands near its core).
+using BackendFactory = std::function<std::unique_ptr<Backend>(int rank)>;
+
+/// Runs every rank as a thread of this process over an InprocWorld. The first rank error is
+/// rethrown after all threads stopped (the others stop with PeerAborted, which is dropped).
+RunResult run_inprocess(const Schedule& lowered, const BackendFactory& make_backend, const RunOptions& options);
+
+/// run_inprocess with CpuBackends of `model`.
+RunResult run_cpu_inprocess(const Schedule& lowered, const ModelConfig& model, const RunOptions& options);
+
+/// Runs this process's rank (transport.rank()) of a multi-process run. Rank 0 returns the full
+/// result (timelines, memory and gradients of every rank); the other ranks return an empty result.
+/// Every rank throws when any rank failed (the failing rank its own error, the others PeerAborted).
+RunResult run_distributed(const Schedule& lowered, Backend& backend, Transport& transport, const RunOptions& options);
+
+}  // namespace pipelab::runtime

@@ -1,0 +1,96 @@
+// Pooled buffers; see buffer.h.
+#include "pipelab/runtime/buffer.h"
+
+#include <cstdlib>
+#include <new>
+
+#include "pipelab/base/error.h"
+
+namespace pipelab::runtime {
+
+void* HostMemory::allocate(std::size_t bytes) {
+  const std::size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+void HostMemory::deallocate(void* p, std::size_t) noexcept { std::free(p); }
+
+void Buffer::reset() noexcept {
+  if (data_ != nullptr && pool_ != nullptr) pool_->release(data_, bytes_);
+  pool_ = nullptr;
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+BufferPool::BufferPool(std::shared_ptr<MemoryResource> memory) : memory_(std::move(memory)) {
+  if (!memory_) throw InputError("BufferPool: no memory resource");
+}
+
+BufferPool::~BufferPool() {
+  for (auto& [bytes, list] : free_) {
+    for (void* p : list) memory_->deallocate(p, bytes);
+  }
+}
+
+Buffer BufferPool::acquire(std::size_t bytes) {
+  if (bytes == 0) throw InputError("BufferPool: cannot acquire an empty buffer");
+  {
+    std::lock_guard lock(mutex_);
+    ++outstanding_;
+    for (auto& [size, list] : free_) {
+      if (size == bytes && !list.empty()) {
+        void* p = list.back();
+        list.pop_back();
+        return Buffer(this, p, bytes);
+      }
+    }
+  }
+  void* p = nullptr;
+  try {
+    p = memory_->allocate(bytes);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    --outstanding_;
+    throw;
+  }
+  std::lock_guard lock(mutex_);
+  allocated_bytes_ += static_cast<std::int64_t>(bytes);
+  return Buffer(this, p, bytes);
+}
+
+void BufferPool::reserve(std::size_t bytes, int count) {
+  std::vector<Buffer> held;
+  held.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) held.push_back(acquire(bytes));
+}
+
+void BufferPool::release(void* data, std::size_t bytes) noexcept {
+  std::lock_guard lock(mutex_);
+  --outstanding_;
+  for (auto& [size, list] : free_) {
+    if (size == bytes) {
+      list.push_back(data);
+      return;
+    }
+  }
+  try {
+    free_.emplace_back(bytes, std::vector<void*>{data});
+  } catch (...) {
+    memory_->deallocate(data, bytes);
+    allocated_bytes_ -= static_cast<std::int64_t>(bytes);
+  }
+}
+
+std::int64_t BufferPool::outstanding() const {
+  std::lock_guard lock(mutex_);
+  return outstanding_;
+}
+
+std::int64_t BufferPool::allocated_bytes() const {
+  std::lock_guard lock(mutex_);
+  return allocated_bytes_;
+}
+
+}  // namespace pipelab::runtime

@@ -1,0 +1,28 @@
+// The MPI transport in a build without MPI: every entry point reports that it is missing.
+#include "pipelab/runtime/errors.h"
+#include "pipelab/runtime/mpi_transport.h"
+
+#include <cstdlib>
+
+namespace pipelab::runtime {
+
+bool mpi_built() { return false; }
+
+bool launched_by_mpi() {
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"}) {
+    if (std::getenv(v) != nullptr) return true;
+  }
+  return false;
+}
+
+MpiSession::MpiSession() {
+  throw DeviceError("this pipelab was built without MPI (install libopenmpi-dev and reconfigure with -DPIPELAB_MPI=ON)");
+}
+
+MpiSession::~MpiSession() = default;
+
+std::unique_ptr<Transport> MpiSession::transport(const PipelineShape&, WaitPolicy) {
+  throw DeviceError("this pipelab was built without MPI");
+}
+
+}  // namespace pipelab::runtime

@@ -1,0 +1,315 @@
+// Executor semantics on the null backend: per-rank order equals the schedule's, every consumer got
+// its producer's buffer (routing stamps), dependencies are honoured across ranks, comm events match
+// the SEND/RECV actions; and the failure paths: watchdog, error propagation, leak detection.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "pipelab/runtime/errors.h"
+#include "pipelab/runtime/null_backend.h"
+#include "pipelab/runtime/run.h"
+#include "pipelab/schedules/dependencies.h"
+#include "runtime_test_util.h"
+
+namespace pipelab::runtime {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::Case;
+using testing::lowered;
+using testing::schedule_matrix;
+
+constexpr std::size_t kBytes = 64;
+
+BackendFactory null_factory(const Schedule& s, NullTimes times = {}) {
+  return [&s, times](int rank) { return std::make_unique<NullBackend>(s.shape, rank, kBytes, times); };
+}
+
+std::vector<Action> compute_actions(const std::vector<Slot>& list) {
+  std::vector<Action> out;
+  for (const Slot& slot : list) {
+    if (slot && is_compute(slot->op)) out.push_back(*slot);
+  }
+  return out;
+}
+
+int count_op(const std::vector<Slot>& list, Op op) {
+  int n = 0;
+  for (const Slot& slot : list) n += slot && slot->op == op ? 1 : 0;
+  return n;
+}
+
+class ExecutorMatrix : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ExecutorMatrix, RunsEachRanksListInOrderAndHonoursDependencies) {
+  const Case c = GetParam();
+  const Schedule s = lowered(c.schedule, c.pp, c.vp, c.m);
+  RunOptions o;
+  o.warmup = 1;
+  o.iterations = 2;
+  const RunResult r = run_inprocess(s, null_factory(s), o);  // routing stamps are checked inside
+  ASSERT_EQ(r.iterations.size(), 2u);
+  for (const Timeline& t : r.iterations) {
+    ASSERT_EQ(t.ranks.size(), static_cast<std::size_t>(c.pp));
+    // Where each compute action (or the unit holding it) ended, for the cross-rank check.
+    std::map<std::tuple<int, int, int>, std::int64_t> end_of;  // (signal, stage, mb) -> end
+    for (std::size_t rank = 0; rank < t.ranks.size(); ++rank) {
+      std::vector<Action> ran;
+      std::int64_t last_end = 0;
+      int sends = 0, recvs = 0;
+      for (const TimelineEvent& e : t.ranks[rank]) {
+        if (e.stream == Stream::Send) ++sends;
+        if (e.stream == Stream::Recv) ++recvs;
+        if (e.stream != Stream::Compute) continue;
+        EXPECT_GE(e.start_ns, last_end) << "compute events overlap on rank " << rank;
+        EXPECT_GE(e.end_ns, e.start_ns);
+        last_end = e.end_ns;
+        ran.push_back(e.action);
+        for (const SignalKey& k : completions(e.action)) {
+          end_of[{static_cast<int>(k.signal), k.stage, k.mb}] = e.end_ns;
+        }
+      }
+      EXPECT_EQ(ran, compute_actions(s.ranks[rank])) << "rank " << rank;
+      EXPECT_EQ(sends, count_op(s.ranks[rank], Op::SendF) + count_op(s.ranks[rank], Op::SendB)) << "rank " << rank;
+      EXPECT_EQ(recvs, count_op(s.ranks[rank], Op::RecvF) + count_op(s.ranks[rank], Op::RecvB)) << "rank " << rank;
+    }
+    // Every compute action started after the compute it depends on ended (one shared clock).
+    for (std::size_t rank = 0; rank < t.ranks.size(); ++rank) {
+      for (const TimelineEvent& e : t.ranks[rank]) {
+        if (e.stream != Stream::Compute) continue;
+        for (const SignalKey& k : prerequisites(e.action, s.shape, CommMode::Implicit)) {
+          const auto it = end_of.find({static_cast<int>(k.signal), k.stage, k.mb});
+          ASSERT_NE(it, end_of.end()) << describe(k);
+          if (e.action.op == Op::OverlapFB && k.stage == e.action.stage && k.mb == e.action.mb) continue;
+          EXPECT_GE(e.start_ns, it->second) << to_string(e.action) << " on rank " << rank << " started before " << describe(k);
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSchedules, ExecutorMatrix, ::testing::ValuesIn(schedule_matrix()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return i.param.label(); });
+
+TEST(Executor, BackendSeesTheComputeOrderOfTheSchedule) {
+  const Schedule s = lowered("zb-v", 2, 2, 4);
+  std::vector<NullBackend*> backends(2);
+  RunOptions o;
+  o.iterations = 1;
+  o.collect_gradients = true;
+  std::vector<std::vector<Action>> calls(2);
+  o.executor.before_action = [&](int rank, std::size_t, const Action&) {
+    if (backends[static_cast<std::size_t>(rank)] != nullptr) calls[static_cast<std::size_t>(rank)] = backends[static_cast<std::size_t>(rank)]->calls();
+  };
+  run_inprocess(
+      s,
+      [&](int rank) {
+        auto b = std::make_unique<NullBackend>(s.shape, rank, kBytes);
+        backends[static_cast<std::size_t>(rank)] = b.get();
+        return b;
+      },
+      o);
+  for (int rank = 0; rank < 2; ++rank) {
+    // calls() as seen before the last action: all compute actions but possibly the last one.
+    const std::vector<Action> expected = compute_actions(s.ranks[static_cast<std::size_t>(rank)]);
+    const auto& got = calls[static_cast<std::size_t>(rank)];
+    ASSERT_LE(got.size(), expected.size());
+    ASSERT_GE(got.size() + 1, expected.size());
+    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "rank " << rank << " call " << i;
+  }
+}
+
+TEST(Executor, SpinningBackendGivesNonZeroBusyTime) {
+  const Schedule s = lowered("1f1b", 2, 1, 4);
+  RunOptions o;
+  const RunResult r = run_inprocess(s, null_factory(s, NullTimes{20'000, 20'000, 10'000}), o);
+  for (const auto& rank : r.iterations[0].ranks) {
+    for (const TimelineEvent& e : rank) {
+      if (e.stream == Stream::Compute) {
+        EXPECT_GE(e.duration_ns(), 20'000) << to_string(e.action);
+      }
+    }
+  }
+}
+
+TEST(Executor, RejectsAScheduleWithoutCommunication) {
+  const Schedule s = make_schedule("1f1b", {2, 1, 4, 0});
+  EXPECT_THROW(run_inprocess(s, null_factory(s), {}), ScheduleError);
+}
+
+// ---- failure paths -----------------------------------------------------------------------------
+
+// Removes the first action of `op` on `rank` and, with `truncate`, everything after it.
+Schedule without(const Schedule& s, int rank, Op op, bool truncate = false) {
+  Schedule out = s;
+  auto& list = out.ranks[static_cast<std::size_t>(rank)];
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    if (list[i] && list[i]->op == op) {
+      list.erase(list.begin() + static_cast<long>(i), truncate ? list.end() : list.begin() + static_cast<long>(i) + 1);
+      return out;
+    }
+  }
+  ADD_FAILURE() << "no " << op_name(op) << " on rank " << rank;
+  return out;
+}
+
+TEST(Watchdog, NamesTheStuckActionAndWhatItWaitsFor) {
+  const Schedule s = without(lowered("gpipe", 2, 1, 2), 0, Op::SendF, /*truncate=*/true);
+  RunOptions o;
+  o.validate = false;
+  o.executor.check_state = false;  // rank 0 leaves its activation unsent and finishes
+  o.executor.timeout = std::chrono::milliseconds(200);
+  try {
+    run_inprocess(s, null_factory(s), o);
+    FAIL() << "expected a watchdog timeout";
+  } catch (const WatchdogTimeout& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rank 1 at position"));
+    EXPECT_THAT(e.what(), HasSubstr("(1F0)"));
+    EXPECT_THAT(e.what(), HasSubstr("SEND_F(0, mb 0) posted"));
+    EXPECT_THAT(e.what(), HasSubstr("from rank 0"));
+  }
+}
+
+// Forwards to a NullBackend the test owns, so its pool can be inspected after the run.
+class Borrowed final : public Backend {
+ public:
+  explicit Borrowed(NullBackend& b) : b_(b) {}
+  std::string_view name() const override { return b_.name(); }
+  BufferPool& pool() override { return b_.pool(); }
+  std::size_t activation_bytes() const override { return b_.activation_bytes(); }
+  const std::vector<int>& stages() const override { return b_.stages(); }
+  void begin_iteration() override { b_.begin_iteration(); }
+  void load_input(int mb, Buffer& a) override { b_.load_input(mb, a); }
+  void forward(int s, int mb, Buffer& a) override { b_.forward(s, mb, a); }
+  double loss(int s, int mb, Buffer& a) override { return b_.loss(s, mb, a); }
+  void backward_input(int s, int mb, Buffer& g) override { b_.backward_input(s, mb, g); }
+  void backward_weight(int s, int mb) override { b_.backward_weight(s, mb); }
+  void backward(int s, int mb, Buffer& g) override { b_.backward(s, mb, g); }
+  double flops(const Action& a) const override { return b_.flops(a); }
+  void zero_grads() override {}
+  std::vector<kernels::BlockGrads> gradients(int s) const override { return b_.gradients(s); }
+  std::int64_t state_bytes() const override { return b_.state_bytes(); }
+  std::int64_t static_bytes() const override { return 0; }
+  std::vector<std::string> held_state() const override { return b_.held_state(); }
+  void discard_state() override { b_.discard_state(); }
+
+ private:
+  NullBackend& b_;
+};
+
+TEST(ErrorPropagation, FirstErrorIsReportedOthersStopAndBuffersAreFreed) {
+  for (const char* name : {"1f1b", "zb-v", "dualpipev"}) {
+    SCOPED_TRACE(name);
+    const Schedule s = lowered(name, 3, 0, 6);
+    std::vector<std::unique_ptr<NullBackend>> owned;
+    for (int r = 0; r < 3; ++r) owned.push_back(std::make_unique<NullBackend>(s.shape, r, kBytes));
+    RunOptions o;
+    o.iterations = 2;
+    o.executor.timeout = std::chrono::seconds(60);  // a rank that did not stop would surface as a timeout
+    std::atomic<int> calls{0};
+    o.executor.before_action = [&](int rank, std::size_t pos, const Action& a) {
+      if (rank == 1 && pos == 9 && calls++ == 0) throw std::runtime_error("injected failure in " + to_string(a));
+    };
+    try {
+      run_inprocess(s, [&](int r) { return std::make_unique<Borrowed>(*owned[static_cast<std::size_t>(r)]); }, o);
+      FAIL() << "expected the injected error";
+    } catch (const PeerAborted& e) {
+      FAIL() << "a peer's abort was reported instead of the first error: " << e.what();
+    } catch (const std::runtime_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("injected failure"));
+    }
+    for (const auto& b : owned) {
+      EXPECT_EQ(b->pool().outstanding(), 0) << "buffers leaked";
+      EXPECT_EQ(b->state_bytes(), 0) << "state not discarded";
+    }
+  }
+}
+
+TEST(ErrorPropagation, BackendErrorsCarryTheRankAndAction) {
+  const Schedule s = lowered("1f1b", 2, 1, 4);
+  RunOptions o;
+  // A backend whose activations are too small for the routing stamp fails in its constructor; one
+  // whose F throws is made by the rank-1 factory here.
+  struct Failing final : public Backend {
+    NullBackend inner;
+    Failing(const Schedule& s, int rank) : inner(s.shape, rank, kBytes) {}
+    std::string_view name() const override { return "failing"; }
+    BufferPool& pool() override { return inner.pool(); }
+    std::size_t activation_bytes() const override { return kBytes; }
+    const std::vector<int>& stages() const override { return inner.stages(); }
+    void load_input(int mb, Buffer& a) override { inner.load_input(mb, a); }
+    void forward(int st, int mb, Buffer& a) override {
+      if (mb == 2) throw std::invalid_argument("kernel exploded");
+      inner.forward(st, mb, a);
+    }
+    double loss(int st, int mb, Buffer& a) override { return inner.loss(st, mb, a); }
+    void backward_input(int st, int mb, Buffer& g) override { inner.backward_input(st, mb, g); }
+    void backward_weight(int st, int mb) override { inner.backward_weight(st, mb); }
+    void backward(int st, int mb, Buffer& g) override { inner.backward(st, mb, g); }
+    double flops(const Action&) const override { return 0; }
+    void zero_grads() override {}
+    std::vector<kernels::BlockGrads> gradients(int) const override { return {}; }
+    std::int64_t state_bytes() const override { return inner.state_bytes(); }
+    std::int64_t static_bytes() const override { return 0; }
+    std::vector<std::string> held_state() const override { return inner.held_state(); }
+    void discard_state() override { inner.discard_state(); }
+  };
+  try {
+    run_inprocess(
+        s,
+        [&](int r) -> std::unique_ptr<Backend> {
+          if (r == 1) return std::make_unique<Failing>(s, r);
+          return std::make_unique<NullBackend>(s.shape, r, kBytes);
+        },
+        o);
+    FAIL() << "expected an error";
+  } catch (const ExecutionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rank 1 at position"));
+    EXPECT_THAT(e.what(), HasSubstr("(1F2)"));
+    EXPECT_THAT(e.what(), HasSubstr("kernel exploded"));
+  }
+}
+
+TEST(StateCheck, ADroppedWeightGradIsAnError) {
+  const Schedule s = without(lowered("zb-h1", 2, 1, 4), 1, Op::W);
+  RunOptions o;
+  o.validate = false;
+  try {
+    run_inprocess(s, null_factory(s), o);
+    FAIL() << "expected the leftover stash to be reported";
+  } catch (const ExecutionError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rank 1 ended the iteration with state left over"));
+    EXPECT_THAT(e.what(), HasSubstr("weight-grad stash (its W never ran)"));
+  }
+}
+
+TEST(StateCheck, AConsumerWithoutItsRecvIsAScheduleError) {
+  const Schedule s = without(lowered("1f1b", 2, 1, 2), 1, Op::RecvF);
+  RunOptions o;
+  o.validate = false;
+  o.executor.timeout = std::chrono::milliseconds(500);
+  try {
+    run_inprocess(s, null_factory(s), o);
+    FAIL() << "expected a schedule error";
+  } catch (const ScheduleError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("no RECV_F for it was posted"));
+  }
+}
+
+TEST(RunResult, MedianIterationPicksTheMiddleMakespan) {
+  RunResult r;
+  for (std::int64_t end : {50, 10, 30, 40, 20}) {
+    Timeline t;
+    t.ranks.resize(1);
+    t.ranks[0].push_back(TimelineEvent{Action::make(Op::F, 0, 0), Stream::Compute, 0, end, 0, 0});
+    r.iterations.push_back(t);
+  }
+  EXPECT_EQ(r.median_iteration(), 2u);  // makespan 30
+}
+
+}  // namespace
+}  // namespace pipelab::runtime
