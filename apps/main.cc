@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "report_command.h"
+#include "runtime_commands.h"
 #include "pipelab/base/error.h"
 
 int main(int argc, char** argv) {
@@ -19,6 +20,8 @@ int main(int argc, char** argv) {
   pipelab::app::add_simulate_command(root, exit_code);
   pipelab::app::add_compare_command(root, exit_code);
   pipelab::app::add_report_command(root, exit_code);
+  pipelab::app::add_profile_command(root, exit_code);
+  pipelab::app::add_run_command(root, exit_code);
   try {
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,122 @@
+// `pipelab profile`: measures the mock model's per-layer and per-stage F, I, W, B and F&B times
+// (median of repeats after warm-up) and the P2P latency/bandwidth of a transport, and writes the
+// profile JSON the simulator's profiled cost model reads (docs/runtime.md).
+#include <iomanip>
+#include <iostream>
+
+#include "pipelab/base/error.h"
+#include "pipelab/profiles/measured_profile.h"
+#include "pipelab/runtime/machine.h"
+#include "pipelab/runtime/mpi_transport.h"
+#include "pipelab/runtime/profiler.h"
+#include "runtime_commands.h"
+
+namespace pipelab::app {
+
+std::shared_ptr<runtime::ModelConfig> add_model_flags(CLI::App* cmd) {
+  auto m = std::make_shared<runtime::ModelConfig>();
+  m->block = kernels::BlockShape{.hidden = 128, .ffn = 512, .heads = 4, .seq = 64, .mbs = 2, .swiglu = false};
+  m->layers_per_stage = 2;
+  m->seed = 1;
+  cmd->add_option("--hidden,--hidden-size", m->block.hidden, "Mock model width")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--ffn,--ffn-hidden-size", m->block.ffn, "MLP inner width")->capture_default_str()->check(CLI::Range(1, 1 << 18));
+  cmd->add_option("--heads,--num-attention-heads", m->block.heads, "Attention heads (divide --hidden)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 12));
+  cmd->add_option("--seq,--seq-length", m->block.seq, "Tokens per sequence")->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--mbs,--micro-batch-size", m->block.mbs, "Sequences per microbatch")->capture_default_str()->check(CLI::Range(1, 1 << 12));
+  cmd->add_option("--layers-per-stage,--num-layers-per-virtual-pipeline-stage", m->layers_per_stage, "Blocks per virtual stage")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 10));
+  cmd->add_flag("--swiglu", m->block.swiglu, "SwiGLU MLP instead of GELU");
+  cmd->add_option("--seed", m->seed, "Seed of weights and synthetic data")->capture_default_str();
+  return m;
+}
+
+namespace {
+
+void print_profile(std::ostream& os, const MeasuredProfile& p) {
+  os << "# pipelab profile: backend " << p.backend << " (" << p.device << "), hidden=" << p.hidden << " ffn=" << p.ffn
+     << " heads=" << p.heads << " seq=" << p.seq << " mbs=" << p.mbs << (p.swiglu ? " swiglu" : " gelu")
+     << ", median of " << p.repeats << " after " << p.warmup << " warm-up on " << p.concurrency << " core(s) at once\n";
+  os << "#        " << std::setw(12) << "F" << std::setw(12) << "I" << std::setw(12) << "W" << std::setw(12) << "B"
+     << std::setw(12) << "F&B" << "\n";
+  os << "#        " << std::setw(12) << "(us)" << std::setw(12) << "(us)" << std::setw(12) << "(us)" << std::setw(12) << "(us)"
+     << std::setw(12) << "(us)" << "\n";
+  auto row = [&](const std::string& label, const OpTimes& t) {
+    os << std::left << std::setw(9) << label << std::right << std::fixed << std::setprecision(1);
+    for (std::int64_t v : {t.f_ns, t.i_ns, t.w_ns, t.b_ns, t.fb_ns}) os << std::setw(12) << static_cast<double>(v) / 1e3;
+    os << "\n";
+  };
+  row("layer", p.per_layer);
+  row("stage(" + std::to_string(p.layers_per_stage) + ")", p.per_stage);
+  os << "loss " << static_cast<double>(p.loss_ns) / 1e3 << " us; activation " << p.activation_bytes << " bytes\n";
+  if (!p.p2p.transport.empty()) {
+    os << "p2p (" << p.p2p.transport << "): latency " << static_cast<double>(p.p2p.latency_ns) / 1e3 << " us, bandwidth "
+       << std::setprecision(2) << p.p2p.bandwidth_bytes_per_s / 1e9 << " GB/s" << (p.p2p.bandwidth_bytes_per_s == 0 ? " (size-independent)" : "")
+       << "\n";
+  }
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& root, int& exit_code) {
+  auto* cmd = root.add_subcommand("profile", "Measure per-layer op times and P2P cost of a backend into a profile JSON");
+  auto model = add_model_flags(cmd);
+  auto backend = std::make_shared<std::string>("cpu");
+  auto transport = std::make_shared<std::string>("inproc");
+  auto repeats = std::make_shared<int>(20);
+  auto concurrency = std::make_shared<int>(2);
+  auto warmup = std::make_shared<int>(3);
+  auto out = std::make_shared<std::string>();
+  cmd->add_option("--backend", *backend, "Backend to measure")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+  cmd->add_option("--transport", *transport, "P2P transport to measure: inproc, or mpi (under mpirun -np 2)")
+      ->check(CLI::IsMember({"inproc", "mpi"}))
+      ->capture_default_str();
+  cmd->add_option("--repeats", *repeats, "Timed repetitions per op (the median is kept)")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--warmup", *warmup, "Untimed repetitions first (and at least 0.3 s)")->capture_default_str()->check(CLI::Range(0, 100000));
+  cmd->add_option("--concurrency", *concurrency, "Cores measuring at once, as the ranks of a run keep them busy (capped at the cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--out", *out, "Write the profile JSON here")->required();
+  cmd->callback([=, &exit_code] {
+    model->validate();
+    runtime::configure_allocator();
+    runtime::ProfileOptions o;
+    o.model = *model;
+    o.repeats = *repeats;
+    o.warmup = *warmup;
+    o.core = 0;
+    o.concurrency = *concurrency;
+    const std::vector<std::int64_t> sizes = runtime::p2p_sizes(model->activation_bytes());
+    MeasuredProfile p;
+    if (*transport == "mpi") {
+      runtime::MpiSession mpi;
+      if (mpi.size() < 2) throw InputError("profile --transport mpi: start it with mpirun -np 2 (or more)");
+      const PipelineShape shape = make_shape(mpi.size(), mpi.size(), 1, Placement::Loop);
+      auto t = mpi.transport(shape);
+      runtime::BufferPool pool(std::make_shared<runtime::HostMemory>());
+      // Every process measures at the same time on its own core (the load of a run); rank 0's
+      // numbers are kept.
+      o.concurrency = 1;
+      o.core = mpi.size() <= runtime::hardware_cores() ? mpi.rank() : -1;
+      t->barrier(std::chrono::hours(1));
+      p = runtime::measure_compute(o);
+      t->barrier(std::chrono::hours(1));
+      p.p2p = runtime::measure_p2p(*t, pool, sizes, std::max(10, *repeats), std::chrono::seconds(60));
+      if (mpi.rank() != 0) {
+        exit_code = 0;
+        return;
+      }
+    } else {
+      p = runtime::measure_compute(o);
+      p.p2p = runtime::measure_inproc_p2p(sizes, std::max(20, *repeats));
+    }
+    save_measured_profile(p, *out);
+    print_profile(std::cout, p);
+    std::cout << "wrote " << *out << "\n";
+    exit_code = 0;
+  });
+}
+
+}  // namespace pipelab::app

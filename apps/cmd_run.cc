@@ -1,0 +1,464 @@
+// `pipelab run`: executes a schedule on the mock model for real (cpu backend; in-process threads or
+// MPI processes), predicts the same schedule with the simulator and the profiled cost model, and
+// writes both timelines with their comparison (result JSON, kind "run"; docs/runtime.md).
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "pipelab/base/error.h"
+#include "pipelab/kernels/blas.h"
+#include "pipelab/profiles/measured_profile.h"
+#include "pipelab/reports/write.h"
+#include "pipelab/runtime/cpu_backend.h"
+#include "pipelab/runtime/gradients.h"
+#include "pipelab/runtime/machine.h"
+#include "pipelab/runtime/mpi_transport.h"
+#include "pipelab/runtime/profiler.h"
+#include "pipelab/runtime/run.h"
+#include "pipelab/schedules/lowering.h"
+#include "pipelab/schedules/metrics.h"
+#include "pipelab/schedules/registry.h"
+#include "pipelab/schedules/validate.h"
+#include "pipelab/sim/engine.h"
+#include "pipelab/sim/profiled_cost.h"
+#include "runtime_commands.h"
+#include "schedule_flags.h"
+
+namespace pipelab::app {
+namespace {
+
+using nlohmann::json;
+
+struct RunFlags {
+  std::string backend = "cpu";
+  std::string transport = "inproc";
+  int iterations = 5;
+  int warmup = 2;
+  std::string profile;
+  std::string save_profile;
+  int profile_repeats = 20;
+  bool check_gradients = false;
+  std::string json_out;
+  std::string report_out;
+  int timeout_ms = 60'000;
+  bool no_pin = false;
+  std::string wait = "auto";
+};
+
+// ---- profile --------------------------------------------------------------------------------------
+
+void check_profile_matches(const MeasuredProfile& p, const runtime::ModelConfig& m, const std::string& path,
+                           std::vector<std::string>& warnings) {
+  std::string diff;
+  auto cmp = [&](const char* name, long long a, long long b) {
+    if (a != b) diff += std::string(diff.empty() ? "" : ", ") + name + " " + std::to_string(a) + " (run: " + std::to_string(b) + ")";
+  };
+  cmp("hidden", p.hidden, m.block.hidden);
+  cmp("ffn", p.ffn, m.block.ffn);
+  cmp("heads", p.heads, m.block.heads);
+  cmp("seq", p.seq, m.block.seq);
+  cmp("mbs", p.mbs, m.block.mbs);
+  cmp("swiglu", p.swiglu, m.block.swiglu);
+  if (!diff.empty()) throw ConfigError("--profile " + path + " was measured for another model: " + diff);
+  if (p.backend != "cpu") throw ConfigError("--profile " + path + " was measured on backend \"" + p.backend + "\", the run uses cpu");
+  if (p.layers_per_stage != m.layers_per_stage) {
+    warnings.push_back("the profile measured stages of " + std::to_string(p.layers_per_stage) + " layers; predicting " +
+                       std::to_string(m.layers_per_stage) + "-layer stages from its per-layer times");
+  }
+}
+
+// ---- JSON pieces ----------------------------------------------------------------------------------
+
+struct Side {
+  Timeline timeline;
+  TimelineMetrics metrics;
+  std::vector<std::int64_t> static_bytes;
+  std::vector<std::int64_t> peak_activation;
+  double model_flops = 0;
+};
+
+json side_json(const Side& s, std::int64_t tokens, std::int64_t capacity, const std::vector<std::vector<sim::MemorySample>>* memory) {
+  const auto P = static_cast<std::int64_t>(s.metrics.ranks.size());
+  const Throughput tp = compute_throughput(s.metrics.makespan_ns, s.model_flops, tokens, P, 0.0);
+  std::vector<std::int64_t> peaks;
+  json ranks = json::array();
+  bool oom = false;
+  for (std::size_t r = 0; r < s.metrics.ranks.size(); ++r) {
+    const RankMetrics& m = s.metrics.ranks[r];
+    const std::int64_t fixed = r < s.static_bytes.size() ? s.static_bytes[r] : 0;
+    const std::int64_t act = r < s.peak_activation.size() ? s.peak_activation[r] : 0;
+    peaks.push_back(fixed + act);
+    oom = oom || (capacity > 0 && fixed + act > capacity);
+    ranks.push_back({{"rank", r},
+                     {"busy_ns", m.busy_ns},
+                     {"idle_ns", m.idle_ns},
+                     {"comm_ns", m.comm_ns},
+                     {"exposed_comm_ns", m.exposed_comm_ns},
+                     {"flops", m.flops},
+                     {"static_memory_bytes", fixed},
+                     {"peak_activation_bytes", act},
+                     {"peak_memory_bytes", fixed + act}});
+  }
+  json out = {{"summary",
+               {{"makespan_ns", s.metrics.makespan_ns},
+                {"bubble_ratio", s.metrics.bubble_ratio},
+                {"tflops_per_gpu", tp.tflops_per_gpu},
+                {"mfu", tp.mfu},
+                {"tokens_per_s_per_gpu", tp.tokens_per_s_per_gpu},
+                {"peak_memory_bytes", peaks},
+                {"exposed_comm_ns", s.metrics.exposed_comm_ns},
+                {"memory_capacity_bytes", capacity},
+                {"oom", oom},
+                {"model_flops", s.model_flops},
+                {"tokens_per_iteration", tokens}}},
+              {"ranks", std::move(ranks)},
+              {"timeline", timeline_to_json(s.timeline)}};
+  if (memory != nullptr) {
+    json series = json::array();
+    for (std::size_t r = 0; r < memory->size(); ++r) {
+      const std::int64_t fixed = r < s.static_bytes.size() ? s.static_bytes[r] : 0;
+      json samples = json::array({{0, fixed}});
+      for (const sim::MemorySample& m : (*memory)[r]) samples.push_back({m.time_ns, fixed + m.bytes});
+      series.push_back({{"rank", r}, {"samples", std::move(samples)}});
+    }
+    out["memory"] = std::move(series);
+  }
+  return out;
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+// Per compute action, predicted duration / measured duration - 1 (signed), matched by (rank, action);
+// and per rank the median of measured / predicted duration (how much slower the rank's core ran
+// than profiled: a drift or a busy core shows here first).
+std::vector<double> action_errors(const Timeline& predicted, const Timeline& measured, std::vector<double>* rank_ratio) {
+  std::map<std::tuple<std::size_t, int, int, int, int, int>, std::int64_t> pred;
+  auto key = [](std::size_t r, const Action& a) {
+    return std::tuple{r, static_cast<int>(a.op), a.stage, a.mb, a.b_stage, a.b_mb};
+  };
+  for (std::size_t r = 0; r < predicted.ranks.size(); ++r) {
+    for (const TimelineEvent& e : predicted.ranks[r]) {
+      if (e.stream == Stream::Compute) pred[key(r, e.action)] = e.duration_ns();
+    }
+  }
+  std::vector<double> errors;
+  for (std::size_t r = 0; r < measured.ranks.size(); ++r) {
+    std::vector<double> ratios;
+    for (const TimelineEvent& e : measured.ranks[r]) {
+      if (e.stream != Stream::Compute || e.duration_ns() <= 0) continue;
+      const auto it = pred.find(key(r, e.action));
+      if (it == pred.end() || it->second <= 0) continue;
+      errors.push_back(static_cast<double>(it->second) / static_cast<double>(e.duration_ns()) - 1.0);
+      ratios.push_back(static_cast<double>(e.duration_ns()) / static_cast<double>(it->second));
+    }
+    rank_ratio->push_back(quantile(std::move(ratios), 0.5));
+  }
+  return errors;
+}
+
+// Activation memory the simulator tracks per stage: the saved forward state of one microbatch,
+// the part of it I frees (the weight-grad stash may be larger than what F saved; then nothing).
+std::vector<sim::StageActivation> stage_activations(const runtime::ModelConfig& m, int stages) {
+  const kernels::BlockShape& b = m.block;
+  const std::int64_t T = b.tokens(), H = b.hidden, F = b.ffn, nf = b.swiglu ? 3 : 2;
+  const std::int64_t saved = 8 * T * H + 2 * T + std::int64_t{b.mbs} * b.heads * b.seq * b.seq + nf * T * F;
+  const std::int64_t stash = 12 * T * H + nf * T * F;
+  const std::int64_t L = m.layers_per_stage, bytes = 4;
+  const sim::StageActivation a{L * std::max(saved, stash) * bytes, L * std::max<std::int64_t>(0, saved - stash) * bytes};
+  return std::vector<sim::StageActivation>(static_cast<std::size_t>(stages), a);
+}
+
+std::int64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
+}
+
+void print_run(std::ostream& os, const json& r) {
+  const json& c = r["config"];
+  const json& p = r["predicted"]["summary"];
+  const json& m = r["measured"]["summary"];
+  const json& cmp = r["comparison"];
+  os << "# run: " << c["schedule"].get<std::string>() << " pp=" << c["parallel"]["pp"] << " stages=" << c["stages"]
+     << " microbatches=" << c["parallel"]["microbatches"] << " on " << c["backend"].get<std::string>() << " ("
+     << c["transport"].get<std::string>() << "), " << c["iterations"] << " iterations after " << c["warmup"]
+     << " warm-up, median shown\n";
+  os << std::fixed;
+  os << "#          " << std::setw(14) << "makespan" << std::setw(10) << "bubble" << std::setw(12) << "TFLOPS" << std::setw(14)
+     << "tokens/s" << "\n";
+  os << "#          " << std::setw(14) << "(ms)" << std::setw(10) << "(%)" << std::setw(12) << "(/rank)" << std::setw(14) << "(/rank)"
+     << "\n";
+  auto row = [&](const char* label, const json& s) {
+    os << std::left << std::setw(11) << label << std::right << std::setprecision(3) << std::setw(14)
+       << s["makespan_ns"].get<double>() / 1e6 << std::setprecision(2) << std::setw(10) << 100 * s["bubble_ratio"].get<double>()
+       << std::setprecision(4) << std::setw(12) << s["tflops_per_gpu"].get<double>() << std::setprecision(0) << std::setw(14)
+       << s["tokens_per_s_per_gpu"].get<double>() << "\n";
+  };
+  row("predicted", p);
+  row("measured", m);
+  os << std::setprecision(2) << "makespan error " << 100 * cmp["makespan_error"].get<double>() << "%, bubble predicted "
+     << 100 * cmp["bubble_predicted"].get<double>() << "% vs measured " << 100 * cmp["bubble_measured"].get<double>()
+     << "%, per-action error p50 " << 100 * cmp["action_error_p50"].get<double>() << "% p90 "
+     << 100 * cmp["action_error_p90"].get<double>() << "%\n";
+  if (r.contains("gradient_check")) {
+    const json& g = r["gradient_check"];
+    os << std::scientific << std::setprecision(2) << "gradient check: max relative error " << g["max_rel_error"].get<double>()
+       << " (tolerance " << g["tolerance"].get<double>() << ") " << (g["passed"].get<bool>() ? "OK" : "FAILED") << "\n"
+       << std::defaultfloat;
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& root, int& exit_code) {
+  auto* cmd = root.add_subcommand("run", "Execute a schedule on the mock model, predict it from a profile, compare");
+  auto sched = add_schedule_flags(cmd, "1f1b");
+  sched->options.pp = 2;
+  cmd->get_option("--pp")->default_str("2");
+  auto model = add_model_flags(cmd);
+  auto f = std::make_shared<RunFlags>();
+  cmd->add_option("--backend", f->backend, "Backend")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+  cmd->add_option("--transport", f->transport, "inproc (a thread per rank) or mpi (mpirun -np PP pipelab run ...)")
+      ->check(CLI::IsMember({"inproc", "mpi"}))
+      ->capture_default_str();
+  cmd->add_option("--iterations", f->iterations, "Measured iterations (the median one is reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--warmup", f->warmup, "Iterations run first and discarded")->capture_default_str()->check(CLI::Range(0, 100000));
+  cmd->add_option("--profile", f->profile, "Profile JSON from `pipelab profile` (default: profile first)");
+  cmd->add_option("--save-profile", f->save_profile, "Also write the profile measured before the run here");
+  cmd->add_option("--profile-repeats", f->profile_repeats, "Repeats when profiling first")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_flag("--check-gradients", f->check_gradients, "Compare the gradients with the single-device reference");
+  cmd->add_option("--json", f->json_out, "Write the result JSON (kind run) here");
+  cmd->add_option("--report", f->report_out, "Write a report here (.html, .md, .csv)");
+  cmd->add_option("--timeout-ms", f->timeout_ms, "Watchdog: longest wait for one message or barrier")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86'400'000));
+  cmd->add_flag("--no-pin", f->no_pin, "Do not pin rank threads/processes to cores");
+  cmd->add_option("--wait", f->wait, "How ranks wait for data: auto, spin, block")
+      ->check(CLI::IsMember({"auto", "spin", "block"}))
+      ->capture_default_str();
+
+  cmd->callback([=, &exit_code] {
+    // Step 1: the schedule, exactly as the simulator sees it (lowered with explicit SEND/RECV).
+    const Schedule compute = make_schedule(sched->schedule, sched->options);
+    require_valid(compute);
+    const Schedule lowered = add_send_recv(compute);
+    const PipelineShape& shape = lowered.shape;
+    model->validate();
+    const int P = shape.ranks;
+    // Processes may each be bound to one core by the MPI launcher: count the node's cores then.
+    const int cores = f->transport == "mpi" ? runtime::online_cores() : runtime::hardware_cores();
+    std::vector<std::string> warnings;
+    if (P > cores) {
+      warnings.push_back(std::to_string(P) + " ranks on " + std::to_string(cores) +
+                         " cores: ranks share cores, so the measured run is not a pipeline and the prediction will not match");
+    }
+    runtime::configure_allocator();
+    kernels::set_blas_threads(1);
+    const runtime::WaitPolicy wait = f->wait == "spin"    ? runtime::WaitPolicy::Spin
+                                     : f->wait == "block" ? runtime::WaitPolicy::Block
+                                                          : runtime::WaitPolicy::Auto;
+    const auto timeout = std::chrono::milliseconds(f->timeout_ms);
+
+    std::unique_ptr<runtime::MpiSession> mpi;
+    std::unique_ptr<runtime::Transport> transport;
+    int rank = 0;
+    if (f->transport == "mpi") {
+      mpi = std::make_unique<runtime::MpiSession>();
+      if (mpi->size() != P) {
+        throw ConfigError("--transport mpi: the schedule has pp=" + std::to_string(P) + " ranks but " + std::to_string(mpi->size()) +
+                          " MPI processes run (mpirun -np " + std::to_string(P) + ")");
+      }
+      rank = mpi->rank();
+      transport = mpi->transport(shape, wait);
+    }
+
+    // Step 2: the profile the prediction uses (given, or measured now on this machine).
+    MeasuredProfile profile;
+    std::string profile_source = f->profile;
+    runtime::ProfileOptions po;
+    po.model = *model;
+    po.repeats = f->profile_repeats;
+    po.warmup = 3;
+    po.core = f->no_pin ? -1 : 0;
+    po.concurrency = std::min(P, cores);
+    const std::vector<std::int64_t> sizes = runtime::p2p_sizes(model->activation_bytes());
+    if (!f->profile.empty()) {
+      profile = load_measured_profile(f->profile);
+      check_profile_matches(profile, *model, f->profile, warnings);
+      if (P > 1 && profile.p2p.transport.empty()) {
+        warnings.push_back("the profile holds no P2P measurement: messages are predicted to cost nothing");
+      } else if (P > 1 && profile.p2p.transport != f->transport) {
+        warnings.push_back("the profile's P2P costs were measured on \"" + profile.p2p.transport + "\", the run uses \"" +
+                           f->transport + "\"");
+      }
+    } else {
+      profile_source = "measured before the run";
+      if (transport) {
+        // Every process measures at the same time on its own core; rank 0's numbers are kept.
+        po.concurrency = 1;
+        po.core = P <= cores && !f->no_pin ? rank : -1;
+        transport->barrier(std::chrono::hours(1));
+        profile = runtime::measure_compute(po);
+        transport->barrier(std::chrono::hours(1));
+        runtime::BufferPool pool(std::make_shared<runtime::HostMemory>());
+        profile.p2p = runtime::measure_p2p(*transport, pool, sizes, 20, timeout);
+      } else {
+        profile = runtime::measure_compute(po);
+        if (P > 1) profile.p2p = runtime::measure_inproc_p2p(sizes, 20, wait);
+      }
+      if (!f->save_profile.empty() && rank == 0) save_measured_profile(profile, f->save_profile);
+    }
+
+    if (rank == 0) {
+      for (const std::string& w : warnings) std::cerr << "pipelab: warning: " << w << "\n";
+    }
+
+    // Step 3: the measured run.
+    runtime::RunOptions ro;
+    ro.warmup = f->warmup;
+    ro.iterations = f->iterations;
+    ro.executor.timeout = timeout;
+    ro.pin_threads = !f->no_pin;
+    ro.wait = wait;
+    ro.collect_gradients = f->check_gradients;
+    runtime::RunResult measured;
+    if (transport) {
+      if (!f->no_pin && P <= cores) runtime::pin_current_thread(rank);
+      runtime::CpuBackend backend(*model, shape, rank);
+      measured = runtime::run_distributed(lowered, backend, *transport, ro);
+      if (rank != 0) {
+        exit_code = 0;
+        return;
+      }
+    } else {
+      measured = runtime::run_cpu_inprocess(lowered, *model, ro);
+    }
+
+    // Step 4: the prediction of the same lowered schedule from the profile.
+    const sim::ProfiledCost cost(profile, shape, model->layers_per_stage);
+    sim::SimOptions so;
+    so.activations = stage_activations(*model, shape.stages);
+    const sim::SimResult predicted = sim::simulate(lowered, cost, so);
+
+    // Step 5: metrics of both, computed by the one shared implementation, and the comparison.
+    const std::size_t median = measured.median_iteration();
+    Side meas, pred;
+    meas.timeline = measured.iterations[median];
+    pred.timeline = predicted.timeline;
+    meas.metrics = compute_metrics(meas.timeline);
+    pred.metrics = compute_metrics(pred.timeline);
+    meas.static_bytes = pred.static_bytes = measured.static_bytes;
+    meas.peak_activation = measured.peak_state_bytes;
+    pred.peak_activation = predicted.peak_activation_bytes;
+    for (const RankMetrics& m : meas.metrics.ranks) meas.model_flops += m.flops;
+    for (const RankMetrics& m : pred.metrics.ranks) pred.model_flops += m.flops;
+    const std::int64_t tokens = static_cast<std::int64_t>(shape.microbatches) * model->block.tokens();
+    const std::int64_t capacity = physical_memory();
+
+    std::vector<double> rank_ratio;
+    const std::vector<double> errs = action_errors(pred.timeline, meas.timeline, &rank_ratio);
+    for (std::size_t r = 0; r < rank_ratio.size(); ++r) {
+      if (std::abs(rank_ratio[r] - 1.0) > 0.03) {
+        warnings.push_back("rank " + std::to_string(r) + "'s actions ran " + std::to_string(std::lround(100 * (rank_ratio[r] - 1.0))) +
+                           "% off their profiled time (median): the machine was busier or faster than when profiled, or "
+                           "another process shared the rank's core");
+        std::cerr << "pipelab: warning: " << warnings.back() << "\n";
+      }
+    }
+    json makespans = json::array();
+    for (const Timeline& t : measured.iterations) makespans.push_back(t.makespan_ns());
+    json comparison = {
+        {"makespan_error", meas.metrics.makespan_ns > 0
+                               ? static_cast<double>(pred.metrics.makespan_ns) / static_cast<double>(meas.metrics.makespan_ns) - 1.0
+                               : 0.0},
+        {"bubble_predicted", pred.metrics.bubble_ratio},
+        {"bubble_measured", meas.metrics.bubble_ratio},
+        {"action_error_p50", quantile(errs, 0.5)},
+        {"action_error_p90", quantile(errs, 0.9)},
+        {"actions_compared", errs.size()},
+        {"compute_time_ratio", rank_ratio},
+        {"makespan_predicted_ns", pred.metrics.makespan_ns},
+        {"makespan_measured_ns", meas.metrics.makespan_ns},
+        {"measured_makespans_ns", std::move(makespans)},
+        {"median_iteration", median}};
+
+    json config = {
+        {"schedule", find_schedule(sched->schedule).name},
+        {"backend", f->backend},
+        {"transport", f->transport},
+        {"cost_model", "profiled"},
+        {"stages", shape.stages},
+        {"model",
+         {{"name", "mock-transformer"},
+          {"hidden", model->block.hidden},
+          {"ffn", model->block.ffn},
+          {"heads", model->block.heads},
+          {"seq", model->block.seq},
+          {"mbs", model->block.mbs},
+          {"swiglu", model->block.swiglu},
+          {"layers_per_stage", model->layers_per_stage},
+          {"num_layers", shape.stages_per_chain() * model->layers_per_stage},
+          {"seed", model->seed}}},
+        {"parallel",
+         {{"pp", P},
+          {"vp", shape.stages / P},
+          {"microbatches", shape.microbatches},
+          {"mbs", model->block.mbs},
+          {"seq_length", model->block.seq},
+          {"gpus", P},
+          {"stage_layers", std::vector<int>(static_cast<std::size_t>(shape.stages), model->layers_per_stage)}}},
+        {"iterations", f->iterations},
+        {"warmup", f->warmup},
+        {"timeout_ms", f->timeout_ms},
+        {"profile", profile_source},
+        {"profile_layers_per_stage", profile.layers_per_stage},
+        {"p2p_latency_ns", profile.p2p.latency_ns},
+        {"p2p_bandwidth_bytes_per_s", profile.p2p.bandwidth_bytes_per_s},
+        {"device", runtime::cpu_model_name()},
+        {"cores", cores},
+        {"pinned", !f->no_pin && P <= cores},
+        {"wait", f->wait},
+        {"warnings", warnings}};
+
+    json result = {{"format", "pipelab.result"}, {"version", 1}, {"kind", "run"}, {"config", std::move(config)}};
+    result["measured"] = side_json(meas, tokens, capacity, nullptr);
+    result["predicted"] = side_json(pred, tokens, capacity, &predicted.memory);
+    result["comparison"] = std::move(comparison);
+    bool failed = false;
+    if (f->check_gradients) {
+      const runtime::GradientCheck g = runtime::compare_gradients(
+          runtime::part_gradients(shape, measured.stage_gradients),
+          runtime::reference_gradients(*model, shape.stages_per_chain(), shape.microbatches));
+      result["gradient_check"] = {{"max_rel_error", g.max_rel_error}, {"passed", g.passed}, {"tolerance", g.tolerance}, {"worst", g.worst}};
+      failed = !g.passed;
+    }
+
+    print_run(std::cout, result);
+    if (!f->json_out.empty()) {
+      std::ofstream out(f->json_out);
+      if (!out) throw InputError("cannot write " + f->json_out);
+      out << result.dump(1) << "\n";
+      if (!out) throw InputError("failed writing " + f->json_out);
+    }
+    if (!f->report_out.empty()) {
+      reports::write_report({result}, f->report_out, "");
+      std::cout << "# report: " << f->report_out << "\n";
+    }
+    exit_code = failed ? 1 : 0;
+  });
+}
+
+}  // namespace pipelab::app
