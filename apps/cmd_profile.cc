@@ -79,7 +79,8 @@ void add_profile_command(CLI::App& root, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--out", *out, "Write the profile JSON here")->required();
-  cmd->callback([=, &exit_code] {
+  // Capture every option's storage explicitly: CLI11 writes into it even if the body never reads it.
+  cmd->callback([model, backend, transport, repeats, concurrency, warmup, out, &exit_code] {
     model->validate();
     runtime::configure_allocator();
     runtime::ProfileOptions o;

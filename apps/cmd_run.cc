@@ -250,7 +250,8 @@ void add_run_command(CLI::App& root, int& exit_code) {
       ->check(CLI::IsMember({"auto", "spin", "block"}))
       ->capture_default_str();
 
-  cmd->callback([=, &exit_code] {
+  // Capture every option's storage explicitly: CLI11 writes into it even if the body never reads it.
+  cmd->callback([sched, model, f, &exit_code] {
     // Step 1: the schedule, exactly as the simulator sees it (lowered with explicit SEND/RECV).
     const Schedule compute = make_schedule(sched->schedule, sched->options);
     require_valid(compute);

@@ -44,7 +44,7 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", *json_out, "Write the result JSON here");
   cmd->add_option("--trace", *trace_out, "Write a Chrome/Perfetto trace here");
   cmd->add_option("--report", *report_out, "Write a report here (.html, .md, .csv)");
-  cmd->callback([=, &exit_code] {
+  cmd->callback([flags, schedule, json_out, trace_out, report_out, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(*flags);
     const sim::SimulationOutcome outcome = sim::simulate_config(make_request(*flags, resolved, *schedule));
     print_config_line(std::cout, resolved);
@@ -67,7 +67,7 @@ void add_compare_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--schedules", *schedules, "Comma-separated schedule names")->capture_default_str();
   cmd->add_option("--json", *json_out, "Write the result JSON here");
   cmd->add_option("--report", *report_out, "Write a report here (.html, .md, .csv)");
-  cmd->callback([=, &exit_code] {
+  cmd->callback([flags, schedules, json_out, report_out, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(*flags);
     print_config_line(std::cout, resolved);
     nlohmann::json config = config_json(resolved.model, resolved.gpu, resolved.config, flags->cost);
