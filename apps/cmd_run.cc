@@ -28,6 +28,7 @@
 #include "pipelab/schedules/validate.h"
 #include "pipelab/sim/engine.h"
 #include "pipelab/sim/profiled_cost.h"
+#include "result_json.h"
 #include "runtime_commands.h"
 #include "schedule_flags.h"
 
@@ -91,20 +92,11 @@ json side_json(const Side& s, std::int64_t tokens, std::int64_t capacity, const 
   json ranks = json::array();
   bool oom = false;
   for (std::size_t r = 0; r < s.metrics.ranks.size(); ++r) {
-    const RankMetrics& m = s.metrics.ranks[r];
     const std::int64_t fixed = r < s.static_bytes.size() ? s.static_bytes[r] : 0;
     const std::int64_t act = r < s.peak_activation.size() ? s.peak_activation[r] : 0;
     peaks.push_back(fixed + act);
     oom = oom || (capacity > 0 && fixed + act > capacity);
-    ranks.push_back({{"rank", r},
-                     {"busy_ns", m.busy_ns},
-                     {"idle_ns", m.idle_ns},
-                     {"comm_ns", m.comm_ns},
-                     {"exposed_comm_ns", m.exposed_comm_ns},
-                     {"flops", m.flops},
-                     {"static_memory_bytes", fixed},
-                     {"peak_activation_bytes", act},
-                     {"peak_memory_bytes", fixed + act}});
+    ranks.push_back(rank_json(r, s.metrics.ranks[r], fixed, act));
   }
   json out = {{"summary",
                {{"makespan_ns", s.metrics.makespan_ns},
@@ -449,10 +441,7 @@ void add_run_command(CLI::App& root, int& exit_code) {
 
     print_run(std::cout, result);
     if (!f->json_out.empty()) {
-      std::ofstream out(f->json_out);
-      if (!out) throw InputError("cannot write " + f->json_out);
-      out << result.dump(1) << "\n";
-      if (!out) throw InputError("failed writing " + f->json_out);
+      write_json_file(f->json_out, result);
     }
     if (!f->report_out.empty()) {
       reports::write_report({result}, f->report_out, "");

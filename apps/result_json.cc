@@ -16,6 +16,18 @@ nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const Par
   return {{"model", to_json(model)}, {"gpu", to_json(gpu)}, {"parallel", parallel}, {"cost_model", cost_model}};
 }
 
+nlohmann::json rank_json(std::size_t rank, const RankMetrics& m, std::int64_t static_bytes, std::int64_t peak_activation_bytes) {
+  return {{"rank", rank},
+          {"busy_ns", m.busy_ns},
+          {"idle_ns", m.idle_ns},
+          {"comm_ns", m.comm_ns},
+          {"exposed_comm_ns", m.exposed_comm_ns},
+          {"flops", m.flops},
+          {"static_memory_bytes", static_bytes},
+          {"peak_activation_bytes", peak_activation_bytes},
+          {"peak_memory_bytes", static_bytes + peak_activation_bytes}};
+}
+
 nlohmann::json outcome_json(const sim::SimulationOutcome& o) {
   nlohmann::json summary = {{"makespan_ns", o.metrics.makespan_ns},
                             {"bubble_ratio", o.metrics.bubble_ratio},
@@ -31,20 +43,12 @@ nlohmann::json outcome_json(const sim::SimulationOutcome& o) {
   nlohmann::json ranks = nlohmann::json::array();
   nlohmann::json memory = nlohmann::json::array();
   for (std::size_t r = 0; r < o.metrics.ranks.size(); ++r) {
-    const RankMetrics& m = o.metrics.ranks[r];
     const std::int64_t fixed = o.static_memory[r].total();
-    ranks.push_back({{"rank", r},
-                     {"busy_ns", m.busy_ns},
-                     {"idle_ns", m.idle_ns},
-                     {"comm_ns", m.comm_ns},
-                     {"exposed_comm_ns", m.exposed_comm_ns},
-                     {"flops", m.flops},
-                     {"static_memory_bytes", fixed},
-                     {"params_bytes", o.static_memory[r].params_bytes},
-                     {"grads_bytes", o.static_memory[r].grads_bytes},
-                     {"optimizer_bytes", o.static_memory[r].optimizer_bytes},
-                     {"peak_activation_bytes", o.result.peak_activation_bytes[r]},
-                     {"peak_memory_bytes", o.peak_memory_bytes[r]}});
+    nlohmann::json rank = rank_json(r, o.metrics.ranks[r], fixed, o.result.peak_activation_bytes[r]);
+    rank["params_bytes"] = o.static_memory[r].params_bytes;
+    rank["grads_bytes"] = o.static_memory[r].grads_bytes;
+    rank["optimizer_bytes"] = o.static_memory[r].optimizer_bytes;
+    ranks.push_back(std::move(rank));
     nlohmann::json samples = nlohmann::json::array({{0, fixed}});
     for (const auto& s : o.result.memory[r]) samples.push_back({s.time_ns, fixed + s.bytes});
     memory.push_back({{"rank", r}, {"samples", std::move(samples)}});

@@ -12,6 +12,10 @@ inline constexpr int kResultVersion = 1;
 /// The resolved configuration every result file echoes.
 nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config,
                            const std::string& cost_model);
+/// One entry of a result's "ranks" array (the keys simulate and run share).
+nlohmann::json rank_json(std::size_t rank, const RankMetrics& metrics, std::int64_t static_bytes,
+                         std::int64_t peak_activation_bytes);
+
 /// {"summary", "ranks", "timeline", "memory"} of one simulated schedule.
 nlohmann::json outcome_json(const sim::SimulationOutcome& outcome);
 /// A complete `kind: simulate` document.
