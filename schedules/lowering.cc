@@ -45,18 +45,14 @@ Schedule add_send_recv(const Schedule& compute) {
   };
   // Sends of one (half) action, and the matching receives on the peer ranks.
   auto add_comms = [&](std::size_t r, Op op, int stage, int mb) {
-    if (op == Op::F && !shape.last_in_chain(stage) && crosses_ranks(shape, stage, stage + 1)) {
-      const Action send = Action::make(Op::SendF, stage, mb);
-      out[r].emplace_back(send);
-      mark(send);
-      out[static_cast<std::size_t>(shape.rank_of(stage + 1))].emplace_back(Action::make(Op::RecvF, stage + 1, mb));
-    }
-    if ((op == Op::B || op == Op::I) && !shape.first_in_chain(stage) && crosses_ranks(shape, stage, stage - 1)) {
-      const Action send = Action::make(Op::SendB, stage, mb);
-      out[r].emplace_back(send);
-      mark(send);
-      out[static_cast<std::size_t>(shape.rank_of(stage - 1))].emplace_back(Action::make(Op::RecvB, stage - 1, mb));
-    }
+    const Op send_op = op == Op::F ? Op::SendF : (op == Op::B || op == Op::I) ? Op::SendB : Op::W;
+    if (send_op == Op::W) return;
+    const Action send = Action::make(send_op, stage, mb);
+    if (p2p_past_chain_end(send, shape) || !crosses_ranks(shape, stage, peer_stage(send))) return;
+    out[r].emplace_back(send);
+    mark(send);
+    const Action recv = matching_p2p(send);
+    out[static_cast<std::size_t>(shape.rank_of(recv.stage))].emplace_back(recv);
   };
 
   for (;;) {

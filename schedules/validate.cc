@@ -207,13 +207,8 @@ class Checker {
       for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
         if (!list[static_cast<std::size_t>(pos)] || !is_p2p(list[static_cast<std::size_t>(pos)]->op)) continue;
         const Action& a = *list[static_cast<std::size_t>(pos)];
-        const bool forward = a.op == Op::SendF || a.op == Op::RecvF;
-        const bool send = a.op == Op::SendF || a.op == Op::SendB;
-        // The stage on the other end of the transfer.
-        const int peer = send ? (forward ? a.stage + 1 : a.stage - 1) : (forward ? a.stage - 1 : a.stage + 1);
-        const bool at_end = forward ? (send ? shape_.last_in_chain(a.stage) : shape_.first_in_chain(a.stage))
-                                    : (send ? shape_.first_in_chain(a.stage) : shape_.last_in_chain(a.stage));
-        if (at_end) {
+        const int peer = peer_stage(a);
+        if (p2p_past_chain_end(a, shape_)) {
           add(r, pos, "comm", cell(a) + ": stage " + std::to_string(a.stage) + " has no " +
                                   (peer > a.stage ? "next" : "previous") + " stage to exchange with");
           continue;
@@ -234,20 +229,11 @@ class Checker {
     };
     // Every send has its receive and the reverse.
     for (const auto& [k, where] : posted) {
-      const Op op = static_cast<Op>(std::get<0>(k));
-      const int st = std::get<1>(k), mb = std::get<2>(k);
-      Op partner;
-      int partner_stage;
-      switch (op) {
-        case Op::SendF: partner = Op::RecvF; partner_stage = st + 1; break;
-        case Op::RecvF: partner = Op::SendF; partner_stage = st - 1; break;
-        case Op::SendB: partner = Op::RecvB; partner_stage = st - 1; break;
-        default: partner = Op::SendB; partner_stage = st + 1; break;
-      }
-      if (!find(partner, partner_stage, mb)) {
-        add(where.first, where.second, "comm", cell(Action::make(op, st, mb)) + " has no matching " +
-                                                   cell(Action::make(partner, partner_stage, mb)) + " on rank " +
-                                                   std::to_string(shape_.rank_of(partner_stage)));
+      const Action a = Action::make(static_cast<Op>(std::get<0>(k)), std::get<1>(k), std::get<2>(k));
+      const Action partner = matching_p2p(a);
+      if (!find(partner.op, partner.stage, partner.mb)) {
+        add(where.first, where.second, "comm", cell(a) + " has no matching " + cell(partner) + " on rank " +
+                                                   std::to_string(shape_.rank_of(partner.stage)));
       }
     }
     // Every cross-rank consumer has its receive earlier in its own list.

@@ -141,14 +141,14 @@ class Engine {
       return;
     }
     if (a.op != Op::SendF && a.op != Op::SendB) return;
-    const int peer_stage = a.op == Op::SendF ? a.stage + 1 : a.stage - 1;
-    const int dst = s_.shape.rank_of(peer_stage);
-    const std::int64_t bytes = cost_.boundary_bytes(a.op == Op::SendF ? a.stage : peer_stage);
+    const Action recv = matching_p2p(a);
+    const int dst = s_.shape.rank_of(recv.stage);
+    // Activations cross the boundary after the sender's stage; gradients the one after the receiver's.
+    const std::int64_t bytes = cost_.boundary_bytes(a.op == Op::SendF ? a.stage : recv.stage);
     const std::int64_t start = std::max(now_, st.link_free);
     const std::int64_t end = start + cost_.p2p_ns(bytes, r, dst);
     st.link_free = end;
     result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(TimelineEvent{a, Stream::Send, start, end, bytes, 0});
-    const Action recv = Action::make(a.op == Op::SendF ? Op::RecvF : Op::RecvB, peer_stage, a.mb);
     result_.timeline.ranks[static_cast<std::size_t>(dst)].push_back(TimelineEvent{recv, Stream::Recv, start, end, bytes, 0});
     const std::size_t sig = index_(completions(a).items[0]);
     if (end == now_) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "pipelab/base/error.h"
+#include "pipelab/schedules/dependencies.h"
 #include "pipelab/schedules/formats.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
@@ -73,6 +74,28 @@ TEST(MergeBackward, ReplacesIAndDropsItsW) {
 TEST(MergeBackward, UndoesSplit) {
   const Schedule s = make_schedule("interleaved-1f1b", {4, 2, 8, 0});
   EXPECT_EQ(merge_backward(split_backward(s)), s);
+}
+
+}  // namespace
+}  // namespace pipelab
+
+namespace pipelab {
+namespace {
+
+TEST(PeerStage, PairsEverySendWithItsReceive) {
+  EXPECT_EQ(peer_stage(Action::make(Op::SendF, 2, 5)), 3);
+  EXPECT_EQ(peer_stage(Action::make(Op::RecvF, 3, 5)), 2);
+  EXPECT_EQ(peer_stage(Action::make(Op::SendB, 3, 5)), 2);
+  EXPECT_EQ(peer_stage(Action::make(Op::RecvB, 2, 5)), 3);
+  for (Op op : {Op::SendF, Op::RecvF, Op::SendB, Op::RecvB}) {
+    const Action a = Action::make(op, 4, 7);
+    EXPECT_EQ(matching_p2p(matching_p2p(a)), a) << to_string(a);
+  }
+  EXPECT_EQ(matching_p2p(Action::make(Op::SendF, 1, 0)), Action::make(Op::RecvF, 2, 0));
+  const PipelineShape shape = make_shape(2, 2, 1, Placement::Loop);
+  EXPECT_TRUE(p2p_past_chain_end(Action::make(Op::SendF, 1, 0), shape));
+  EXPECT_TRUE(p2p_past_chain_end(Action::make(Op::SendB, 0, 0), shape));
+  EXPECT_FALSE(p2p_past_chain_end(Action::make(Op::SendF, 0, 0), shape));
 }
 
 }  // namespace

@@ -67,6 +67,23 @@ class SignalIndex {
   std::size_t mbs_;
 };
 
+/// The stage on the other end of a SEND/RECV: SEND_F(s) -> s+1, RECV_F(s) <- s-1, SEND_B(s) -> s-1,
+/// RECV_B(s) <- s+1. Only meaningful for P2P ops (is_p2p).
+constexpr int peer_stage(const Action& a) {
+  return (a.op == Op::SendF || a.op == Op::RecvB) ? a.stage + 1 : a.stage - 1;
+}
+
+/// The RECV that matches a SEND (and the SEND that matches a RECV): same microbatch, peer stage.
+constexpr Action matching_p2p(const Action& a) {
+  const Op partner = a.op == Op::SendF ? Op::RecvF : a.op == Op::RecvF ? Op::SendF : a.op == Op::SendB ? Op::RecvB : Op::SendB;
+  return Action::make(partner, peer_stage(a), a.mb);
+}
+
+/// True when a P2P op has no peer stage in its chain (e.g. SEND_F from a chain's last stage).
+inline bool p2p_past_chain_end(const Action& a, const PipelineShape& shape) {
+  return peer_stage(a) > a.stage ? shape.last_in_chain(a.stage) : shape.first_in_chain(a.stage);
+}
+
 /// True when two stages live on different ranks, so data between them crosses a link.
 inline bool crosses_ranks(const PipelineShape& shape, int from, int to) { return shape.rank_of(from) != shape.rank_of(to); }
 
