@@ -23,9 +23,8 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
   std::vector<std::vector<Slot>> ranks;
   int line = 1;
   std::size_t i = 0;
-  // A final newline ends the last row; it does not start an empty one.
-  if (!text.empty() && text.back() == '\n') text.remove_suffix(1);
-  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+  // Trailing newlines end the last row; they do not start empty ones.
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return ParseError{"empty schedule file", 1, 1};
   while (i <= text.size()) {
     const std::size_t end = std::min(text.find('\n', i), text.size());

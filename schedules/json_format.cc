@@ -119,6 +119,10 @@ Result<Schedule> parse_json(std::string_view text, std::string name) {
     if (!c) return c.error();
     chains = c.value();
   }
+  if (static_cast<long long>(stages.value()) * microbatches.value() > kMaxStageMicrobatches) {
+    return ParseError{"stages x microbatches = " + std::to_string(static_cast<long long>(stages.value()) * microbatches.value()) +
+                      " exceeds the limit of " + std::to_string(kMaxStageMicrobatches)};
+  }
   if (static_cast<int>(ranks.size()) != pp.value()) {
     return ParseError{"field \"ranks\" has " + std::to_string(ranks.size()) + " lists but \"pp\" is " + std::to_string(pp.value())};
   }

@@ -75,7 +75,8 @@ Schedule make_schedule(std::string_view name, const ScheduleOptions& options) {
   if (o.vp < 1) throw ScheduleError(info.name + " needs vp >= 1, got " + std::to_string(o.vp));
   // Every (stage, microbatch) has an F, a backward and possibly a W: refuse sizes that would not fit
   // in memory rather than fail deep inside an allocation.
-  const long long actions = 3LL * o.pp * o.vp * o.microbatches;
+  // ZB-V pads every rank to max(m, 2P-1) microbatches, so count that.
+  const long long actions = 3LL * o.pp * o.vp * std::max(o.microbatches, 2 * o.pp - 1);
   if (actions > kMaxScheduleActions) {
     throw ScheduleError(info.name + " with pp=" + std::to_string(o.pp) + ", vp=" + std::to_string(o.vp) + ", microbatches=" +
                         std::to_string(o.microbatches) + " has about " + std::to_string(actions) + " actions; the limit is " +

@@ -26,6 +26,10 @@ Result<Schedule> infer_shape(std::string name, std::vector<std::vector<Slot>> ra
     }
   }
   if (max_stage < 0) return ParseError{"schedule has no actions"};
+  if (static_cast<long long>(max_stage + 1) * (max_mb + 1) > kMaxStageMicrobatches) {
+    return ParseError{"stages x microbatches = " + std::to_string(static_cast<long long>(max_stage + 1) * (max_mb + 1)) +
+                      " (from the largest indices) exceeds the limit of " + std::to_string(kMaxStageMicrobatches)};
+  }
   const int stages = max_stage + 1;
   std::vector<int> stage_to_rank(static_cast<std::size_t>(stages), -1);
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {

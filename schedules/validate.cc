@@ -64,6 +64,16 @@ class Checker {
         ok = false;
       }
     }
+    if (ok) {
+      std::vector<char> holds(static_cast<std::size_t>(P), 0);
+      for (int st = 0; st < shape_.stages; ++st) holds[static_cast<std::size_t>(shape_.rank_of(st))] = 1;
+      for (int r = 0; r < P; ++r) {
+        if (!holds[static_cast<std::size_t>(r)]) {
+          add(r, -1, "placement", "rank " + std::to_string(r) + " holds no stage");
+          ok = false;
+        }
+      }
+    }
     if (ok && shape_.placement != Placement::Explicit) {
       for (int st = 0; st < shape_.stages; ++st) {
         if (shape_.rank_of(st) != placed_rank(shape_.placement, P, shape_.stages, st)) {

@@ -167,3 +167,35 @@ TEST(Parsers, SurviveMutatedInput) {
 
 }  // namespace
 }  // namespace pipelab
+
+namespace pipelab {
+namespace {
+
+TEST(Parsers, RefuseShapesTooLargeToValidate) {
+  auto csv = parse_csv("999999999F0\n", CsvFormat::ComputeOnly);
+  ASSERT_FALSE(csv.ok());
+  EXPECT_NE(csv.error().message.find("exceeds the limit"), std::string::npos);
+  auto csv2 = parse_csv("0F999999999,0B999999999\n", CsvFormat::ComputeOnly);
+  ASSERT_FALSE(csv2.ok());
+  auto json = parse_json(R"({"format":"pipelab.schedule","version":1,"pp":1,"stages":1000000,"microbatches":1000000,"ranks":[["0F0"]]})");
+  ASSERT_FALSE(json.ok());
+  EXPECT_NE(json.error().message.find("exceeds the limit"), std::string::npos);
+}
+
+TEST(Csv, TrailingBlankLinesAddNoRanks) {
+  auto s = parse_csv("0F0,0B0\n\n\n", CsvFormat::ComputeOnly);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s.value().shape.ranks, 1);
+}
+
+TEST(Validate, EveryRankHoldsAStage) {
+  auto s = parse_csv("0F0,0B0\n\n1F0,1B0\n", CsvFormat::ComputeOnly);  // a blank middle row is a rank
+  ASSERT_TRUE(s.ok());
+  const Validation v = validate(s.value());
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.diagnostics.front().rule, "placement");
+  EXPECT_NE(v.diagnostics.front().message.find("rank 1 holds no stage"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pipelab

@@ -68,7 +68,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadOptions{"zb-h1", {4, 2, 10, 0}, "zb-h1 needs microbatches % group"},
         BadOptions{"1f1b", {0, 1, 8, 0}, "needs pp >= 1, got 0"},
         BadOptions{"1f1b", {2, 1, 0, 0}, "needs microbatches >= 1, got 0"},
-        BadOptions{"interleaved-1f1b", {4096, 8, 1 << 20, 0}, "the limit is 50000000"}));
+        BadOptions{"interleaved-1f1b", {4096, 8, 1 << 20, 0}, "the limit is 50000000"},
+        BadOptions{"zb-v", {4096, 2, 1, 0}, "the limit is 50000000"}));
 
 }  // namespace
 }  // namespace pipelab

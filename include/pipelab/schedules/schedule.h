@@ -48,6 +48,10 @@ struct PipelineShape {
   bool operator==(const PipelineShape&) const = default;
 };
 
+/// Largest stages x microbatches a schedule may have: the validator and the simulator keep a few
+/// entries per (signal, stage, microbatch), so this bounds their memory. Parsers enforce it.
+inline constexpr long long kMaxStageMicrobatches = 20'000'000;
+
 /// Builds a shape with a computed Loop or V placement. Throws ScheduleError on impossible shapes.
 PipelineShape make_shape(int ranks, int stages, int microbatches, Placement placement, int chains = 1);
 
