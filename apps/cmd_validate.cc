@@ -28,6 +28,7 @@ void add_validate_command(CLI::App& root, int& exit_code) {
     Result<Schedule> parsed = *format == "json"            ? parse_json(text, *path)
                               : *format == "compute_only"  ? parse_csv(text, CsvFormat::ComputeOnly, *path)
                               : *format == "compute_comms" ? parse_csv(text, CsvFormat::ComputeComms, *path)
+                              : *format == "csv"           ? parse_csv(text, sniff_csv_format(text), *path)
                                                            : parse_schedule(text, *path);
     if (!parsed) {
       const ParseError& e = parsed.error();

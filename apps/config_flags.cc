@@ -86,12 +86,12 @@ std::shared_ptr<ConfigFlags> add_config_flags(CLI::App* cmd) {
                          "Separate LM-head weights");
   // Cost model.
   cmd->add_option("--cost", c.cost, "analytic | uniform")->capture_default_str()->check(CLI::IsMember({"analytic", "uniform"}));
-  cmd->add_option("--t-f", c.t_f_us, "Uniform cost: forward time (us)")->capture_default_str();
-  cmd->add_option("--t-i", c.t_i_us, "Uniform cost: input-grad time (us)")->capture_default_str();
-  cmd->add_option("--t-w", c.t_w_us, "Uniform cost: weight-grad time (us)")->capture_default_str();
-  cmd->add_option("--t-b", c.t_b_us, "Uniform cost: full backward time (us); default t-i + t-w");
-  cmd->add_option("--t-fb", c.t_fb_us, "Uniform cost: overlapped F&B unit (us); default t-f + t-b");
-  cmd->add_option("--t-comm", c.t_comm_us, "Uniform cost: one P2P transfer (us)")->capture_default_str();
+  cmd->add_option("--t-f", c.t_f_us, "Uniform cost: forward time (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--t-i", c.t_i_us, "Uniform cost: input-grad time (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--t-w", c.t_w_us, "Uniform cost: weight-grad time (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--t-b", c.t_b_us, "Uniform cost: full backward time (us); default t-i + t-w")->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--t-fb", c.t_fb_us, "Uniform cost: overlapped F&B unit (us); default t-f + t-b")->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--t-comm", c.t_comm_us, "Uniform cost: one P2P transfer (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
   return f;
 }
 

@@ -39,8 +39,10 @@ bool print_summary_table(std::ostream& os, const std::vector<TableRow>& rows) {
   if (best) {
     os << "# best fitting schedule: " << best->schedule << " (" << static_cast<long>(best->throughput.tokens_per_s_per_gpu)
        << " tokens/s/GPU)\n";
-  } else {
+  } else if (!oom.empty()) {
     os << "# no schedule fits in memory\n";
+  } else {
+    os << "# no schedule is applicable to this configuration\n";
   }
   if (oom.empty()) {
     os << "# memory: OK\n";

@@ -67,12 +67,16 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
   return detail::infer_shape(std::move(name), std::move(ranks));
 }
 
+CsvFormat sniff_csv_format(std::string_view text) {
+  const bool comms = text.find("SEND_") != std::string_view::npos || text.find("RECV_") != std::string_view::npos ||
+                     text.find("REDUCE_GRAD") != std::string_view::npos;
+  return comms ? CsvFormat::ComputeComms : CsvFormat::ComputeOnly;
+}
+
 Result<Schedule> parse_schedule(std::string_view text, std::string name) {
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') return parse_json(text, std::move(name));
-  const bool comms = text.find("SEND_") != std::string_view::npos || text.find("RECV_") != std::string_view::npos ||
-                     text.find("REDUCE_GRAD") != std::string_view::npos;
-  return parse_csv(text, comms ? CsvFormat::ComputeComms : CsvFormat::ComputeOnly, std::move(name));
+  return parse_csv(text, sniff_csv_format(text), std::move(name));
 }
 
 }  // namespace pipelab

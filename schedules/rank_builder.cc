@@ -44,17 +44,7 @@ void RankBuilder::w() {
   pending_w_.pop_front();
 }
 
-void RankBuilder::w(int stage) {
-  const int counter = next_w_[static_cast<std::size_t>(stage)]++;
-  emit(Op::W, stage, counter);
-  // Keep the FIFO consistent for generators that mix both styles.
-  for (auto it = pending_w_.begin(); it != pending_w_.end(); ++it) {
-    if (it->stage == stage && it->mb == mb_of(stage, counter)) {
-      pending_w_.erase(it);
-      break;
-    }
-  }
-}
+void RankBuilder::w(int stage) { emit(Op::W, stage, next_w_[static_cast<std::size_t>(stage)]++); }
 
 void RankBuilder::fb(int f_stage, int b_stage) {
   const int fc = next_f_[static_cast<std::size_t>(f_stage)]++;

@@ -25,15 +25,14 @@ class RankBuilder {
   void i(int stage);
   /// Weight-grad of the oldest queued input-grad (FIFO, as DualPipe's WeightGradStore).
   void w();
-  /// Weight-grad of the next microbatch of one stage (PyTorch's per-stage W counters).
+  /// Weight-grad of the next microbatch of one stage (PyTorch's per-stage W counters, for ZB-V;
+  /// a generator uses either this or the FIFO w(), not both).
   void w(int stage);
   /// DualPipe's overlapped unit: F of f_stage together with a full B of b_stage.
   void fb(int f_stage, int b_stage);
 
   int forwards_done(int stage) const { return next_f_[static_cast<std::size_t>(stage)]; }
-  int backwards_done(int stage) const { return next_b_[static_cast<std::size_t>(stage)]; }
   int weight_grads_done(int stage) const { return next_w_[static_cast<std::size_t>(stage)]; }
-  std::size_t pending_weight_grads() const { return pending_w_.size(); }
   void drain_weight_grads();
 
   std::vector<Slot> take() { return std::move(slots_); }

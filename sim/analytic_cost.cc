@@ -56,6 +56,24 @@ AnalyticCost::AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const Par
     }
     stages_.push_back(c);
     stage_param_bytes_.push_back(memory.stage_params_per_gpu(s) * 2);  // bf16 gradients on the wire
+    // What the engine asks per action, computed once.
+    PassCost b = c.i;
+    b += c.w;
+    StageTotals t;
+    t.f_ns = std::llround(c.f.total_ns());
+    t.i_ns = std::llround(c.i.total_ns());
+    t.w_ns = std::llround(c.w.total_ns());
+    t.b_ns = std::llround(c.i.total_ns() + c.w.total_ns());
+    t.f_flops = c.f.flops;
+    t.i_flops = c.i.flops;
+    t.w_flops = c.w.flops;
+    t.f_compute_ns = c.f.compute_ns();
+    t.b_compute_ns = b.compute_ns();
+    t.f_exposed_comm_ns = c.f.tp_comm_ns + c.f.cp_comm_ns;
+    t.b_exposed_comm_ns = b.tp_comm_ns + b.cp_comm_ns;
+    t.f_ep_ns = c.f.ep_comm_ns;
+    t.b_ep_ns = b.ep_comm_ns;
+    totals_.push_back(t);
   }
   const bool sp = config.tp > 1 && config.sequence_parallel_enabled();
   boundary_bytes_ = static_cast<std::int64_t>(static_cast<double>(config.mbs) * config.seq_length / config.cp / (sp ? config.tp : 1) *
@@ -100,8 +118,11 @@ PassCost AnalyticCost::layer_pass(int layer, char pass) const {
   // RoPE on Q and K, the MLP activation (read up output, write activation).
   const double norm_tokens = sp ? tokens / c.tp : tokens;
   const double q_local = static_cast<double>(m.query_projection_size()) / c.tp;
+  const double kv_width = m.multi_latent_attention ? static_cast<double>(m.num_attention_heads) * m.qk_head_dim
+                                                   : static_cast<double>(m.num_query_groups) * m.kv_channels;
+  const double rope_bytes = 2 * (q_local + kv_width / c.tp) * kBf16;  // read + write Q and K
   const double act_bytes = (m.swiglu ? 3 * f : 2 * f) / c.tp * kBf16;
-  fwd.elementwise_ns = memory_ns(norm_tokens * (4 * h + 6 * h) * kBf16 + tokens * (4 * q_local * kBf16 + act_bytes));
+  fwd.elementwise_ns = memory_ns(norm_tokens * (4 * h + 6 * h) * kBf16 + tokens * (rope_bytes + act_bytes));
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   fwd.flops = lf.forward();
 
@@ -188,34 +209,32 @@ PassCost AnalyticCost::output_pass(char pass) const {
 }
 
 std::int64_t AnalyticCost::duration_ns(int, const Action& a) const {
-  double ns = 0;
+  const StageTotals& t = totals_[static_cast<std::size_t>(a.stage)];
   switch (a.op) {
-    case Op::F: ns = stage(a.stage).f.total_ns(); break;
-    case Op::I: ns = stage(a.stage).i.total_ns(); break;
-    case Op::W: ns = stage(a.stage).w.total_ns(); break;
-    case Op::B: ns = stage(a.stage).i.total_ns() + stage(a.stage).w.total_ns(); break;
-    case Op::OverlapFB: ns = overlap_ns(a.stage, a.b_stage); break;
+    case Op::F: return t.f_ns;
+    case Op::I: return t.i_ns;
+    case Op::W: return t.w_ns;
+    case Op::B: return t.b_ns;
+    case Op::OverlapFB: return std::llround(overlap_ns(a.stage, a.b_stage));
     default: return 0;
   }
-  return static_cast<std::int64_t>(std::llround(ns));
 }
 
 double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {
-  const PassCost& f = stage(f_stage).f;
-  PassCost b = stage(b_stage).i;
-  b += stage(b_stage).w;
-  const double compute = f.compute_ns() + b.compute_ns();
-  const double hidden_comm = f.ep_comm_ns + b.ep_comm_ns;
-  return compute + f.tp_comm_ns + b.tp_comm_ns + f.cp_comm_ns + b.cp_comm_ns + std::max(0.0, hidden_comm - compute);
+  const StageTotals& f = totals_[static_cast<std::size_t>(f_stage)];
+  const StageTotals& b = totals_[static_cast<std::size_t>(b_stage)];
+  const double compute = f.f_compute_ns + b.b_compute_ns;
+  return compute + f.f_exposed_comm_ns + b.b_exposed_comm_ns + std::max(0.0, f.f_ep_ns + b.b_ep_ns - compute);
 }
 
 double AnalyticCost::flops(const Action& a) const {
+  const StageTotals& t = totals_[static_cast<std::size_t>(a.stage)];
   switch (a.op) {
-    case Op::F: return stage(a.stage).f.flops;
-    case Op::I: return stage(a.stage).i.flops;
-    case Op::W: return stage(a.stage).w.flops;
-    case Op::B: return stage(a.stage).i.flops + stage(a.stage).w.flops;
-    case Op::OverlapFB: return stage(a.stage).f.flops + stage(a.b_stage).i.flops + stage(a.b_stage).w.flops;
+    case Op::F: return t.f_flops;
+    case Op::I: return t.i_flops;
+    case Op::W: return t.w_flops;
+    case Op::B: return t.i_flops + t.w_flops;
+    case Op::OverlapFB: return t.f_flops + totals_[static_cast<std::size_t>(a.b_stage)].i_flops + totals_[static_cast<std::size_t>(a.b_stage)].w_flops;
     default: return 0;
   }
 }

@@ -95,7 +95,7 @@ class Engine {
       const Action& a = *actions[st.pos];
       for (const SignalKey& k : prerequisites(a, s_.shape, CommMode::Explicit)) {
         const std::size_t sig = index_(k);
-        if (available_[sig] == kNotYet || available_[sig] > now_) {
+        if (available_[sig] == kNotYet) {
           park(r, sig);
           return;
         }
@@ -197,8 +197,10 @@ class Engine {
     if (options_.activations.empty()) return;
     switch (a.op) {
       case Op::B: change_memory(r, -act(a.stage).bytes); break;
-      case Op::I: change_memory(r, -act(a.stage).freed_by_input_grad); break;
-      case Op::W: change_memory(r, -(act(a.stage).bytes - act(a.stage).freed_by_input_grad)); break;
+      case Op::I: change_memory(r, act(a.stage).allocated_by_input_grad - act(a.stage).freed_by_input_grad); break;
+      case Op::W:
+        change_memory(r, -(act(a.stage).bytes - act(a.stage).freed_by_input_grad + act(a.stage).allocated_by_input_grad));
+        break;
       case Op::OverlapFB: change_memory(r, -act(a.b_stage).bytes); break;
       default: break;
     }

@@ -37,20 +37,35 @@ MemoryModel::MemoryModel(const ModelSpec& model, const ParallelConfig& config, c
     : model_(model), config_(config), shape_(shape), options_(options) {
   const auto ranges = stage_layers(model, config, shape);
   const double tokens = static_cast<double>(config.mbs) * config.seq_length / config.cp;
-  const double t = config.tp;
+  const double vocab_per_gpu = static_cast<double>(padded_vocab_size(model, 128 * config.tp)) / config.tp;
+  const bool full = config.recompute == Recompute::kFull;
   for (const LayerRange& range : ranges) {
     StageActivation act;
+    StageParams params;
     for (int l = range.first; l < range.first + range.count; ++l) {
       act.bytes += layer_activation_bytes(l);
-      act.freed_by_input_grad += layer_activation_bytes(l) - layer_weight_stash_bytes(l);
+      if (full) {
+        // Only the input was kept; I recomputes the layer and must keep the weight stash for W.
+        act.freed_by_input_grad += layer_activation_bytes(l);
+        act.allocated_by_input_grad += layer_weight_stash_bytes(l);
+      } else {
+        act.freed_by_input_grad += layer_activation_bytes(l) - layer_weight_stash_bytes(l);
+      }
+      std::int64_t experts = 0;
+      params.total += layer_params_per_gpu(l, &experts);
+      params.experts += experts;
     }
+    const auto vocab = static_cast<std::int64_t>(vocab_per_gpu * model.hidden_size);
+    // The embedding on the first part; the LM head (or the tied copy Megatron keeps) on the last.
+    params.total += (range.has_embedding ? vocab : 0) + (range.has_output ? vocab : 0);
     if (range.has_output) {
       // fp32 logits kept for the cross-entropy backward; the input-grad frees them.
-      const auto logits = static_cast<std::int64_t>(tokens * static_cast<double>(padded_vocab_size(model, 128 * config.tp)) / t * kFp32);
+      const auto logits = static_cast<std::int64_t>(tokens * vocab_per_gpu * kFp32);
       act.bytes += logits;
       act.freed_by_input_grad += logits;
     }
     stages_.push_back(act);
+    params_.push_back(params);
   }
 }
 
@@ -78,13 +93,17 @@ std::int64_t MemoryModel::layer_activation_bytes(int layer) const {
 }
 
 std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
-  if (config_.recompute == Recompute::kFull) return 0;  // recomputed inside the backward
   const Widths w = widths(model_, layer);
   const double tokens = static_cast<double>(config_.mbs) * config_.seq_length / config_.cp;
+  const double t = config_.tp;
+  const bool sp = config_.tp > 1 && config_.sequence_parallel_enabled();
   // Inputs of the weight GEMMs and the gradients of their outputs (32h for GPT: ZB paper Table 1).
-  const double inputs = 2 * w.h + 2 * w.q + 2 * w.h + 2 * w.f_act;
-  const double output_grads = 2 * (w.q + 2 * w.kv) + 2 * w.h + 2 * w.f_up + 2 * w.h;
-  const auto stash = static_cast<std::int64_t>(tokens * (inputs + output_grads) / config_.tp);
+  // Without SP the QKV and MLP inputs and the out-proj and down-proj output grads (8h) are full
+  // copies on every TP rank, as in layer_activation_bytes.
+  const double replicated = 2 * w.h + 2 * w.h + 2 * w.h + 2 * w.h;
+  const double sharded = 2 * w.q + 2 * w.f_act + 2 * (w.q + 2 * w.kv) + 2 * w.f_up;
+  const auto stash = static_cast<std::int64_t>(tokens * (sp ? (replicated + sharded) / t : replicated + sharded / t));
+  if (config_.recompute == Recompute::kFull) return stash;  // rebuilt by I's recompute
   return std::min(stash, layer_activation_bytes(layer));
 }
 
@@ -100,31 +119,14 @@ std::int64_t MemoryModel::layer_params_per_gpu(int layer, std::int64_t* expert_p
   return rest / config_.tp + expert_share;
 }
 
-std::int64_t MemoryModel::stage_params_per_gpu(int stage) const {
-  const auto ranges = stage_layers(model_, config_, shape_);
-  const LayerRange& range = ranges[static_cast<std::size_t>(stage)];
-  std::int64_t params = 0;
-  for (int l = range.first; l < range.first + range.count; ++l) params += layer_params_per_gpu(l, nullptr);
-  const std::int64_t vocab = padded_vocab_size(model_, 128 * config_.tp) * model_.hidden_size / config_.tp;
-  if (range.has_embedding) params += vocab;
-  if (range.has_output) params += vocab;  // untied LM head, or the tied copy Megatron keeps on the last stage
-  return params;
-}
+std::int64_t MemoryModel::stage_params_per_gpu(int stage) const { return params_[static_cast<std::size_t>(stage)].total; }
 
 StaticMemory MemoryModel::static_memory(int rank) const {
-  const auto ranges = stage_layers(model_, config_, shape_);
   double dense = 0, expert = 0;
   for (int s : shape_.stages_of_rank(rank)) {
-    const LayerRange& range = ranges[static_cast<std::size_t>(s)];
-    for (int l = range.first; l < range.first + range.count; ++l) {
-      std::int64_t e = 0;
-      const std::int64_t all = layer_params_per_gpu(l, &e);
-      dense += static_cast<double>(all - e);
-      expert += static_cast<double>(e);
-    }
-    const double vocab = static_cast<double>(padded_vocab_size(model_, 128 * config_.tp)) * model_.hidden_size / config_.tp;
-    if (range.has_embedding) dense += vocab;
-    if (range.has_output) dense += vocab;
+    const StageParams& p = params_[static_cast<std::size_t>(s)];
+    dense += static_cast<double>(p.total - p.experts);
+    expert += static_cast<double>(p.experts);
   }
   StaticMemory out;
   const double params = dense + expert;

@@ -17,16 +17,18 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   out.schedule = info.name;
   ParallelConfig config = req.config;
   const int asked_vp = config.vp;
-  if (info.fixed_vp && asked_vp > 0 && asked_vp != info.default_vp && asked_vp != 1) {
+  if (info.fixed_vp && asked_vp > 0 && asked_vp != info.default_vp) {
     throw ConfigError(info.name + " uses exactly " + std::to_string(info.default_vp) + " chunks per rank, got vp=" +
                       std::to_string(asked_vp));
   }
   const int vp = info.fixed_vp || asked_vp <= 0 ? info.default_vp : asked_vp;
   const int microbatches = config.microbatches();
   Schedule schedule = make_schedule(info.name, {config.pp, vp, microbatches, 0});
-  // The layer split follows the schedule's model parts (DualPipe: pp parts, each held twice).
-  config.vp = schedule.shape.stages_per_chain() / config.pp;
-  const ConfigCheck check = pipelab::check(config, req.model, req.gpu);
+  // The layer split follows the schedule's model parts (DualPipe: pp parts, each held twice); the
+  // cost and memory models see this split, the outcome reports the schedule's chunks per rank.
+  ParallelConfig split = config;
+  split.vp = schedule.shape.stages_per_chain() / config.pp;
+  const ConfigCheck check = pipelab::check(split, req.model, req.gpu);
   if (!check.ok()) {
     std::string message;
     for (const ConfigIssue& e : check.errors) message += (message.empty() ? "" : "; ") + e.message;
@@ -40,14 +42,14 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   if (config.dp * config.cp > 1) lowered = add_reduce_grad(lowered);
 
   std::unique_ptr<CostModel> cost;
-  ParallelConfig split = config;
-  split.vp = schedule.shape.stages_per_chain() / config.pp;
   if (req.make_cost) {
     cost = req.make_cost(schedule.shape);
   } else if (req.cost_model == "analytic") {
     cost = std::make_unique<AnalyticCost>(req.model, req.gpu, split, schedule.shape);
   } else if (req.cost_model == "uniform") {
     cost = std::make_unique<UniformCost>(req.uniform);
+    out.warnings.push_back("uniform cost model: TFLOPS, MFU and tokens/s divide the model's real FLOPs by the given "
+                           "synthetic times, so they say nothing about the hardware");
   } else {
     throw InputError("unknown cost model \"" + req.cost_model + "\"; valid: analytic, uniform, profiled");
   }

@@ -177,3 +177,21 @@ TEST(Engine, GradientReductionsOverlapTheCoolDownAndSerializePerRank) {
 
 }  // namespace
 }  // namespace pipelab
+
+namespace pipelab {
+namespace {
+
+TEST(Engine, InputGradCanAllocateWhatItsWeightGradNeeds) {
+  // Full recompute: F keeps 100 (the input), I frees it and rebuilds a 30-byte stash, W frees that.
+  const Schedule s = add_send_recv(make_schedule("zb-h1", {1, 1, 1, 0}));
+  sim::SimOptions o;
+  o.activations = {{100, 100, 30}};
+  const auto r = sim::simulate(s, sim::UniformCost({}), o);
+  ASSERT_EQ(r.memory[0].size(), 3u);
+  EXPECT_EQ(r.memory[0][0].bytes, 100);
+  EXPECT_EQ(r.memory[0][1].bytes, 30);
+  EXPECT_EQ(r.memory[0][2].bytes, 0);
+}
+
+}  // namespace
+}  // namespace pipelab

@@ -26,8 +26,10 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
 std::string to_json_text(const Schedule& s);
 Result<Schedule> parse_json(std::string_view text, std::string name = "json");
 
-/// Parses by sniffing: JSON if the first non-blank byte is '{', otherwise CSV (compute_comms when
-/// any SEND/RECV cell is present, else compute_only).
+/// compute_comms when any SEND/RECV/REDUCE_GRAD cell is present, else compute_only.
+CsvFormat sniff_csv_format(std::string_view text);
+
+/// Parses by sniffing: JSON if the first non-blank byte is '{', otherwise CSV (sniff_csv_format).
 Result<Schedule> parse_schedule(std::string_view text, std::string name);
 
 }  // namespace pipelab

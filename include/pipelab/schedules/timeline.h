@@ -34,7 +34,9 @@ struct TimelineEvent {
 };
 
 struct Timeline {
-  std::vector<std::vector<TimelineEvent>> ranks;  // per rank, ordered by start time
+  // Per rank: compute events in execution order, transfers in the order they were posted (a
+  // transfer may start after later compute events); consumers sort intervals themselves.
+  std::vector<std::vector<TimelineEvent>> ranks;
 
   /// Latest end over all events (the first event is taken to start the iteration at 0).
   std::int64_t makespan_ns() const;

@@ -71,11 +71,21 @@ class AnalyticCost final : public CostModel {
   double memory_ns(double bytes) const;
   double collective_ns(double bytes_on_wire, int steps, const Link& link) const;
 
+  // Per stage, what duration_ns / flops / overlap_ns need, so the engine's hot path only looks up.
+  struct StageTotals {
+    std::int64_t f_ns = 0, i_ns = 0, w_ns = 0, b_ns = 0;
+    double f_flops = 0, i_flops = 0, w_flops = 0;
+    double f_compute_ns = 0, b_compute_ns = 0;            // F, and I + W, without communication
+    double f_exposed_comm_ns = 0, b_exposed_comm_ns = 0;  // TP + exposed CP
+    double f_ep_ns = 0, b_ep_ns = 0;                      // EP all-to-all (hidden by F&B overlap)
+  };
+
   ModelSpec model_;
   GpuSpec gpu_;
   ParallelConfig config_;
   ClusterLayout layout_;
   std::vector<StageCost> stages_;
+  std::vector<StageTotals> totals_;
   std::vector<std::int64_t> stage_param_bytes_;
   std::int64_t boundary_bytes_ = 0;
   double peak_flops_per_ns_ = 0;

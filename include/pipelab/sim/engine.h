@@ -17,11 +17,14 @@
 
 namespace pipelab::sim {
 
-/// Activation memory of one microbatch at one stage: allocated when its F starts; an I frees
-/// `freed_by_input_grad` of it, and its W (or a full B) frees the rest.
+/// Activation memory of one microbatch at one stage: `bytes` allocated when its F starts; an I
+/// frees `freed_by_input_grad` of it and allocates `allocated_by_input_grad` (what a deferred W
+/// needs but the forward did not keep, e.g. under full recompute); its W frees what is left, and a
+/// full B frees everything at once.
 struct StageActivation {
   std::int64_t bytes = 0;
   std::int64_t freed_by_input_grad = 0;
+  std::int64_t allocated_by_input_grad = 0;
 };
 
 struct MemorySample {

@@ -35,7 +35,8 @@ class MemoryModel {
 
   /// Activation bytes one microbatch leaves on one GPU for one transformer layer.
   std::int64_t layer_activation_bytes(int layer) const;
-  /// Of those, what W needs after I (inputs and output-gradients of the weight GEMMs).
+  /// What W needs after I (inputs and output-gradients of the weight GEMMs); under full
+  /// recompute I rebuilds it from the kept input.
   std::int64_t layer_weight_stash_bytes(int layer) const;
   /// Per stage, for the simulator: one microbatch's bytes and the share I frees.
   const std::vector<StageActivation>& stage_activations() const { return stages_; }
@@ -47,11 +48,17 @@ class MemoryModel {
  private:
   std::int64_t layer_params_per_gpu(int layer, std::int64_t* expert_params) const;
 
+  struct StageParams {
+    std::int64_t total = 0;    // per GPU
+    std::int64_t experts = 0;  // of which MoE experts (sharded differently by the optimizer)
+  };
+
   ModelSpec model_;
   ParallelConfig config_;
   PipelineShape shape_;
   MemoryOptions options_;
   std::vector<StageActivation> stages_;
+  std::vector<StageParams> params_;
 };
 
 }  // namespace pipelab::sim
