@@ -36,14 +36,12 @@ void add_report_command(CLI::App& root, int& exit_code) {
     std::vector<reports::ReportInput> inputs;
     inputs.reserve(files->size());
     for (const std::string& path : *files) inputs.push_back(reports::load_result_file(path));
-    // Files with the same stem (a/result.json, b/result.json) are labelled by their paths.
-    std::vector<bool> clash(inputs.size(), false);
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      for (std::size_t j = 0; j < inputs.size(); ++j) clash[i] = clash[i] || (i != j && inputs[i].name == inputs[j].name);
-    }
-    for (std::size_t i = 0; i < inputs.size(); ++i) {
-      if (clash[i]) inputs[i].name = (*files)[i];
-    }
+    // Labelled by file stem; files with the same stem (a/result.json, b/result.json) by their paths.
+    std::vector<std::string> stems;
+    stems.reserve(inputs.size());
+    for (const reports::ReportInput& in : inputs) stems.push_back(in.name);
+    const std::vector<std::string> labels = reports::input_labels(stems, *files);
+    for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i].name = labels[i];
     reports::write_report(inputs, *out, f);
     std::cout << *out << "\n";
     exit_code = 0;

@@ -132,6 +132,18 @@ std::string config_text(const json& config, std::initializer_list<const char*> p
   return v ? value_text(*v) : "";
 }
 
+std::string config_name(const json& config, const char* key) {
+  const std::string n = config_text(config, {key, "name"});
+  if (!n.empty()) return n;
+  const json* v = find_path(config, {key});
+  return v && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+std::string config_gpus(const json& config) {
+  const std::string gpus = config_text(config, {"parallel", "gpus"});
+  return gpus.empty() ? config_text(config, {"parallel", "world"}) : gpus;
+}
+
 std::vector<ConfigRow> config_rows(const std::vector<ReportInput>& inputs) {
   std::vector<ConfigRow> rows;
   auto add = [&](const char* label, auto&& text_of) {
@@ -143,13 +155,8 @@ std::vector<ConfigRow> config_rows(const std::vector<ReportInput>& inputs) {
     }
     if (any) rows.push_back(std::move(row));
   };
-  // A model or GPU may be written as its spec (an object with "name") or as a preset name.
-  auto named = [](const json& c, const char* key) {
-    const std::string n = config_text(c, {key, "name"});
-    return n.empty() && c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : n;
-  };
-  add("model", [&](const json& c) { return named(c, "model"); });
-  add("GPU", [&](const json& c) { return named(c, "gpu"); });
+  add("model", [](const json& c) { return config_name(c, "model"); });
+  add("GPU", [](const json& c) { return config_name(c, "gpu"); });
   add("GPU peak dense BF16 / FP8 (TFLOPS)", [](const json& c) {
     const std::string bf16 = config_text(c, {"gpu", "peak_bf16_tflops"});
     const std::string fp8 = config_text(c, {"gpu", "peak_fp8_tflops"});
@@ -166,8 +173,7 @@ std::vector<ConfigRow> config_rows(const std::vector<ReportInput>& inputs) {
       const std::string v = config_text(c, {"parallel", k});
       if (!v.empty()) out += (out.empty() ? "" : " ") + std::string(k) + "=" + v;
     }
-    std::string gpus = config_text(c, {"parallel", "gpus"});
-    if (gpus.empty()) gpus = config_text(c, {"parallel", "world"});
+    const std::string gpus = config_gpus(c);
     if (!gpus.empty()) out += (out.empty() ? "" : " ") + ("(" + gpus + " GPUs)");
     return out;
   });
@@ -263,14 +269,13 @@ ComparisonTable build_comparison(const std::vector<ReportInput>& inputs) {
                                                : decimals_for(max_abs);
     for (TableRow& r : t.rows) r.text[c] = fixed(r.value[c], decimals);
   }
-  // Best per source group, among rows that fit in memory (all rows if none fits).
+  // Best per source group, among the rows that fit in memory, when at least two do (docs/metrics.md).
   std::map<std::string, std::vector<TableRow*>> groups;
-  for (TableRow& r : t.rows) groups[r.run->source].push_back(&r);
-  for (auto& [source, rows] : groups) {
-    if (rows.size() < 2) continue;
-    std::vector<TableRow*> eligible;
-    for (TableRow* r : rows) if (!r->oom) eligible.push_back(r);
-    if (eligible.empty()) eligible = rows;
+  for (TableRow& r : t.rows) {
+    if (!r.oom) groups[r.run->source].push_back(&r);
+  }
+  for (auto& [source, eligible] : groups) {
+    if (eligible.size() < 2) continue;
     for (int c = 0; c < kNumMetrics; ++c) {
       const bool higher = metric_columns()[static_cast<std::size_t>(c)].higher_is_better;
       // Compare the printed values, so that equal-looking cells are all marked.
@@ -288,7 +293,7 @@ ComparisonTable build_comparison(const std::vector<ReportInput>& inputs) {
                        std::to_string(schedules) + (schedules == 1 ? " schedule" : " schedules");
     if (inputs.size() > 1) line += " in " + std::to_string(inputs.size()) + " result files";
     line += "; " + std::to_string(failed_schedules) + " failed" + (failed_schedules ? " (listed below)" : "");
-    t.footer.push_back({line, true});
+    t.footer.push_back({line, true, /*judged=*/false});
   }
   {
     std::vector<std::string> over;
@@ -301,28 +306,25 @@ ComparisonTable build_comparison(const std::vector<ReportInput>& inputs) {
     if (capacities.size() == 1) cap = " " + fixed(static_cast<double>(*capacities.begin()) / kGiB, 2) + " GiB";
     Verdict v;
     if (over.empty()) {
-      v.text = "memory: every rank fits in" + (cap.empty() ? " its GPU" : cap) + ": OK";
+      v.text = "memory: every rank fits in" + (cap.empty() ? " its GPU" : cap);
     } else {
       std::string names;
       for (const std::string& n : over) names += (names.empty() ? "" : ", ") + n;
       v.text = "memory: " + std::to_string(over.size()) + " of " + std::to_string(t.rows.size()) + " over capacity" +
-               cap + " (" + names + "): FAILED";
+               cap + " (" + names + ")";
       v.ok = false;
     }
     if (!t.rows.empty()) t.footer.push_back(v);
   }
-  {
-    const std::vector<FidelityRow> fid = fidelity_rows(inputs);
-    if (!fid.empty()) {
-      std::size_t within = 0;
-      for (const FidelityRow& f : fid) within += f.within ? 1 : 0;
-      Verdict v;
-      v.ok = within == fid.size();
-      v.text = "fidelity: " + std::to_string(within) + " of " + std::to_string(fid.size()) +
-               " runs within |makespan error| <= 5% and |bubble predicted - measured| <= 0.02: " +
-               (v.ok ? "OK" : "FAILED");
-      t.footer.push_back(v);
-    }
+  t.fidelity = fidelity_rows(inputs);
+  if (!t.fidelity.empty()) {
+    std::size_t within = 0;
+    for (const FidelityRow& f : t.fidelity) within += f.within ? 1 : 0;
+    Verdict v;
+    v.ok = within == t.fidelity.size();
+    v.text = "fidelity: " + std::to_string(within) + " of " + std::to_string(t.fidelity.size()) +
+             " runs within |makespan error| <= 5% and |bubble predicted - measured| <= 0.02";
+    t.footer.push_back(v);
   }
   return t;
 }
@@ -336,22 +338,25 @@ std::vector<FidelityRow> fidelity_rows(const std::vector<ReportInput>& inputs) {
       FidelityRow row;
       row.input = &in;
       row.schedule = s.schedule;
-      const json& c = s.comparison.is_object() ? s.comparison : json::object();
-      auto number = [&](const char* key, double fallback, bool& present) {
+      // load() requires makespan_error and both bubbles; an input built otherwise that lacks one
+      // shows "-" and fails the verdict: a missing figure is never within the thresholds.
+      static const json kNone = json::object();
+      const json& c = s.comparison.is_object() ? s.comparison : kNone;
+      auto number = [&](const char* key, bool& present) {
         auto it = c.find(key);
-        present = it != c.end() && it->is_number();
-        return present ? it->get<double>() : fallback;
+        present = it != c.end() && it->is_number() && std::isfinite(it->get<double>());
+        return present ? it->get<double>() : 0.0;
       };
       bool has_err = false, has_bp = false, has_bm = false, has_p50 = false, has_p90 = false;
-      const double err = number("makespan_error", 0, has_err);
-      const double bp = number("bubble_predicted", s.runs[0].summary.bubble_ratio, has_bp);
-      const double bm = number("bubble_measured", s.runs[1].summary.bubble_ratio, has_bm);
-      const double p50 = number("action_error_p50", 0, has_p50);
-      const double p90 = number("action_error_p90", 0, has_p90);
+      const double err = number("makespan_error", has_err);
+      const double bp = number("bubble_predicted", has_bp);
+      const double bm = number("bubble_measured", has_bm);
+      const double p50 = number("action_error_p50", has_p50);
+      const double p90 = number("action_error_p90", has_p90);
       auto pct = [](double v) { return (v > 0 ? "+" : "") + fixed(v * 100, 2); };
       row.makespan_error = has_err ? pct(err) : "-";
-      row.bubble_predicted = fixed(bp * 100, 2);
-      row.bubble_measured = fixed(bm * 100, 2);
+      row.bubble_predicted = has_bp ? fixed(bp * 100, 2) : "-";
+      row.bubble_measured = has_bm ? fixed(bm * 100, 2) : "-";
       row.action_p50 = has_p50 ? pct(p50) : "-";
       row.action_p90 = has_p90 ? pct(p90) : "-";
       if (s.gradient_check.is_object()) {
@@ -364,7 +369,8 @@ std::vector<FidelityRow> fidelity_rows(const std::vector<ReportInput>& inputs) {
           row.gradients += std::string(" (max rel ") + buf + ")";
         }
       }
-      row.within = (!has_err || std::abs(err) <= kMakespanErrorThreshold) && std::abs(bp - bm) <= kBubbleDiffThreshold;
+      row.within = has_err && has_bp && has_bm && std::abs(err) <= kMakespanErrorThreshold &&
+                   std::abs(bp - bm) <= kBubbleDiffThreshold;
       out.push_back(std::move(row));
     }
   }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,7 +31,8 @@ std::string csv_field(std::string_view s);
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-/// A time unit for an axis or a column: the largest of ns, us, ms, s not above `span_ns`.
+/// A time unit for an axis or a column: the largest of ns, us, ms, s in which `span_ns` is at least
+/// 10 units (s from 10 s, ms from 10 ms, us from 10 us, else ns), so a span never reads below 10.
 struct TimeUnit {
   const char* name;    // "ns", "µs", "ms", "s"
   const char* ascii;   // "ns", "us", "ms", "s"
@@ -46,6 +48,13 @@ std::vector<double> nice_ticks(double lo, double hi, int target);
 /// Text of a config value at a path ("parallel.tp"); "" when absent. Strings unquoted, numbers as
 /// written, booleans true/false, arrays joined with ", ".
 std::string config_text(const nlohmann::json& config, std::initializer_list<const char*> path);
+
+/// The name of a model or GPU (`key` "model" or "gpu"), written either as its spec (an object with
+/// "name") or as a preset name (a string); "" when absent.
+std::string config_name(const nlohmann::json& config, const char* key);
+
+/// The job's GPU count: `parallel.gpus`, else `parallel.world`; "" when neither is present.
+std::string config_gpus(const nlohmann::json& config);
 
 /// The configuration rows (label, per-input text) shown at the top of HTML and Markdown.
 struct ConfigRow {
@@ -76,39 +85,47 @@ struct TableRow {
   bool oom = false;
 };
 
+/// A footer line. Verdicts (`judged`) end in an OK or FAILED word, which is not part of `text`:
+/// each renderer prints `text`, ": " and verdict_word(), styled its own way.
 struct Verdict {
-  std::string text;  // one line, ending in OK or FAILED
+  std::string text;     // one line, without the closing OK/FAILED word
   bool ok = true;
+  bool judged = true;   // false: a plain line (the count line), no OK/FAILED word
 };
+/// "OK" or "FAILED", from `ok`.
+inline const char* verdict_word(const Verdict& v) { return v.ok ? "OK" : "FAILED"; }
+
+/// Predicted-vs-measured rows for run results: the producer's `comparison` figures, formatted.
+struct FidelityRow {
+  const ReportInput* input = nullptr;
+  std::string schedule;
+  std::string makespan_error;    // "%", signed; "-" when the result has none
+  std::string bubble_predicted;  // "%"; "-" when the result has none
+  std::string bubble_measured;   // "%"; "-" when the result has none
+  std::string action_p50;        // "%"
+  std::string action_p90;        // "%"
+  std::string gradients;         // "passed (max rel 3.1e-07)", "FAILED (...)", or ""
+  bool within = false;           // |makespan error| <= 5% and |bubble difference| <= 0.02, every
+                                 // figure present (a missing one never counts as within)
+};
+std::vector<FidelityRow> fidelity_rows(const std::vector<ReportInput>& inputs);
+
+inline constexpr double kMakespanErrorThreshold = 0.05;  // DESIGN.md §8 fidelity targets
+inline constexpr double kBubbleDiffThreshold = 0.02;
 
 struct ComparisonTable {
   bool multi_input = false;            // more than one input: rows carry the input name
   std::vector<TableRow> rows;          // one per timeline, in input then schedule order
   std::vector<const ScheduleResult*> failed;
   std::vector<const ReportInput*> failed_input;  // parallel to `failed`
+  std::vector<FidelityRow> fidelity;   // fidelity_rows(inputs): one per run result's schedule
   std::vector<Verdict> footer;         // count line, memory verdict, fidelity verdict (runs)
 };
 
-/// Builds the table: one row per timeline; best values per column among rows of the same source
-/// (simulated / predicted / measured) that fit in memory, marked only when the group has two rows.
+/// Builds the table: one row per timeline; best values per column among the rows of the same
+/// source (simulated / predicted / measured) that fit in memory, marked only when at least two rows
+/// of the group fit (an OOM row is never best; a group with fewer than two fitting rows has none).
 ComparisonTable build_comparison(const std::vector<ReportInput>& inputs);
-
-/// Predicted-vs-measured rows for run results: the producer's `comparison` figures, formatted.
-struct FidelityRow {
-  const ReportInput* input = nullptr;
-  std::string schedule;
-  std::string makespan_error;   // "%", signed
-  std::string bubble_predicted;  // "%"
-  std::string bubble_measured;   // "%"
-  std::string action_p50;        // "%"
-  std::string action_p90;        // "%"
-  std::string gradients;         // "passed (max rel 3.1e-07)", "FAILED (...)", or ""
-  bool within = true;            // |makespan error| <= 5% and |bubble difference| <= 0.02
-};
-std::vector<FidelityRow> fidelity_rows(const std::vector<ReportInput>& inputs);
-
-inline constexpr double kMakespanErrorThreshold = 0.05;  // DESIGN.md §8 fidelity targets
-inline constexpr double kBubbleDiffThreshold = 0.02;
 
 // --- timelines -------------------------------------------------------------------------------
 

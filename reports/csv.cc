@@ -16,16 +16,10 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
         "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration\n";
   for (const ReportInput& in : inputs) {
     const auto& c = in.config;
-    auto named = [&](const char* key) {
-      const std::string n = config_text(c, {key, "name"});
-      return n.empty() && c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : n;
-    };
-    std::string gpus = config_text(c, {"parallel", "gpus"});
-    if (gpus.empty()) gpus = config_text(c, {"parallel", "world"});
     std::ostringstream cfg;
-    cfg << csv_field(named("model")) << "," << csv_field(named("gpu"));
+    cfg << csv_field(config_name(c, "model")) << "," << csv_field(config_name(c, "gpu"));
     for (const char* k : {"tp", "pp", "vp", "cp", "ep", "dp"}) cfg << "," << csv_field(config_text(c, {"parallel", k}));
-    cfg << "," << csv_field(gpus);
+    cfg << "," << csv_field(config_gpus(c));
     for (const char* k : {"mbs", "gbs", "microbatches", "seq_length"}) cfg << "," << csv_field(config_text(c, {"parallel", k}));
     const std::string config_fields = cfg.str();
     const std::string lead = csv_field(in.name) + "," + csv_field(in.kind) + ",";

@@ -178,14 +178,10 @@ const char* kScript = R"js(
 })();
 )js";
 
+// A footer line; a verdict ends in its OK/FAILED word, bold.
 std::string verdict_html(const Verdict& v) {
-  const std::string word = v.ok ? "OK" : "FAILED";
-  std::string text = v.text;
-  if (text.size() >= word.size() && text.compare(text.size() - word.size(), word.size(), word) == 0) {
-    text.resize(text.size() - word.size());
-    return html_escape(text) + "<b>" + word + "</b>";
-  }
-  return html_escape(text);
+  const std::string text = html_escape(v.text);
+  return v.judged ? text + ": <b>" + verdict_word(v) + "</b>" : text;
 }
 
 void config_section(std::ostringstream& os, const std::vector<ReportInput>& inputs) {
@@ -259,8 +255,9 @@ void comparison_section(std::ostringstream& os, const ComparisonTable& t) {
   }
 }
 
-void fidelity_section(std::ostringstream& os, const std::vector<ReportInput>& inputs, bool multi_input) {
-  const std::vector<FidelityRow> fid = fidelity_rows(inputs);
+void fidelity_section(std::ostringstream& os, const ComparisonTable& t) {
+  const std::vector<FidelityRow>& fid = t.fidelity;
+  const bool multi_input = t.multi_input;
   if (fid.empty()) return;
   os << "<section id=\"fidelity\"><h2>Predicted vs measured</h2><div class=\"card\"><table class=\"fidelity\"><thead><tr>";
   if (multi_input) os << "<th>result</th>";
@@ -326,19 +323,22 @@ void legend(std::ostringstream& os) {
         "duration.</p>\n";
 }
 
-// One timeline SVG for a schedule: every run (predicted, measured) stacked on one time axis.
-void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleResult& s) {
-  // Axis range and aggregation.
+// The time axis of one schedule, shared by its timeline and its memory charts so that one time is
+// one x in both: it ends at the latest timeline end, summary makespan or memory sample of any run,
+// and is broken (head | band | tail) when the timelines are large enough to be aggregated.
+TimeAxis schedule_axis(const ScheduleResult& s) {
   TimeAxis axis;
-  std::size_t max_boxes = 0, total_boxes = 0, ranks = 0;
+  std::size_t max_boxes = 0, total_boxes = 0;
   for (const TimelineResult& run : s.runs) {
     axis.end_ns = std::max({axis.end_ns, static_cast<double>(run.timeline.makespan_ns()),
                             static_cast<double>(run.summary.makespan_ns)});
+    for (const MemorySeries& m : run.memory) {
+      if (!m.samples.empty()) axis.end_ns = std::max(axis.end_ns, static_cast<double>(m.samples.back().first));
+    }
     for (const auto& rank : run.timeline.ranks) {
       max_boxes = std::max(max_boxes, rank.size());
       total_boxes += rank.size();
     }
-    ranks = std::max(ranks, run.timeline.ranks.size());
   }
   if (max_boxes > kAggregateBoxesPerRank || total_boxes > kAggregateBoxesTotal) {
     double head = axis.end_ns, tail = 0;
@@ -361,6 +361,36 @@ void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleR
       axis.tail_ns = tail;
     }
   }
+  return axis;
+}
+
+// Tick positions (ns) and labels of an axis: ten over a linear axis, five each side of a break.
+std::vector<std::pair<double, std::string>> axis_ticks(const TimeAxis& axis, const TimeUnit& unit) {
+  std::vector<std::pair<double, std::string>> ticks;
+  if (axis.end_ns <= 0) {
+    ticks.emplace_back(0, "0");
+  } else if (!axis.broken) {
+    ticks = time_ticks(0, axis.end_ns, unit, 10);
+  } else {
+    ticks = time_ticks(0, axis.head_ns, unit, 5);
+    for (auto& tk : time_ticks(axis.tail_ns, axis.end_ns, unit, 5)) ticks.push_back(std::move(tk));
+  }
+  return ticks;
+}
+
+// The break marks of a broken axis drawn at height `ay`.
+void axis_breaks(std::ostringstream& os, const TimeAxis& axis, double ay) {
+  if (!axis.broken) return;
+  for (double t : {axis.head_ns, axis.tail_ns}) {
+    const double x = axis.x(t);
+    os << "<path class=\"break\" d=\"M" << px(x - 4) << " " << px(ay + 5) << " l4 -10 l4 10\"/>";
+  }
+}
+
+// One timeline SVG for a schedule: every run (predicted, measured) stacked on the schedule's axis.
+void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleResult& s, const TimeAxis& axis) {
+  std::size_t ranks = 0;
+  for (const TimelineResult& run : s.runs) ranks = std::max(ranks, run.timeline.ranks.size());
   const bool several = s.runs.size() > 1;
   double height = 8;
   for (const TimelineResult& run : s.runs) {
@@ -371,22 +401,13 @@ void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleR
   const TimeUnit unit = time_unit_for(axis.end_ns);
 
   os << "<svg class=\"timeline\" data-input=\"" << attr(in.name) << "\" data-schedule=\"" << attr(s.schedule)
-     << "\" data-ranks=\"" << ranks << "\" data-aggregated=\"" << (axis.broken ? "true" : "false") << "\" width=\""
+     << "\" data-ranks=\"" << ranks << "\" data-aggregated=\"" << (axis.broken ? "true" : "false")
+     << "\" data-end-ns=\"" << static_cast<std::int64_t>(axis.end_ns) << "\" width=\""
      << px(kSvgWidth) << "\" height=\"" << px(height) << "\" viewBox=\"0 0 " << px(kSvgWidth) << " " << px(height)
      << "\" role=\"img\" aria-label=\"timeline of " << attr(s.schedule) << "\">";
 
   // Ticks and grid.
-  std::vector<std::pair<double, std::string>> ticks;  // (ns, label)
-  if (axis.end_ns > 0) {
-    if (!axis.broken) {
-      ticks = time_ticks(0, axis.end_ns, unit, 10);
-    } else {
-      ticks = time_ticks(0, axis.head_ns, unit, 5);
-      for (auto& tk : time_ticks(axis.tail_ns, axis.end_ns, unit, 5)) ticks.push_back(std::move(tk));
-    }
-  } else {
-    ticks.emplace_back(0, "0");
-  }
+  const std::vector<std::pair<double, std::string>> ticks = axis_ticks(axis, unit);  // (ns, label)
   os << "<g class=\"grid\">";
   for (const auto& [tk, label] : ticks) {
     os << "<line class=\"grid\" x1=\"" << px(axis.x(tk)) << "\" x2=\"" << px(axis.x(tk)) << "\" y1=\"4\" y2=\""
@@ -469,12 +490,7 @@ void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleR
        << px(ay + 4) << "\"/><text class=\"tick\" x=\"" << px(x) << "\" y=\"" << px(ay + 16) << "\">" << label
        << "</text>";
   }
-  if (axis.broken) {
-    for (double t : {axis.head_ns, axis.tail_ns}) {
-      const double x = axis.x(t);
-      os << "<path class=\"break\" d=\"M" << px(x - 4) << " " << px(ay + 5) << " l4 -10 l4 10\"/>";
-    }
-  }
+  axis_breaks(os, axis, ay);
   os << "<text class=\"axis-label\" x=\"" << px(kLeft) << "\" y=\"" << px(ay + 32) << "\">time (" << unit.name
      << ")" << (axis.broken ? ", broken axis: first and last " + std::to_string(kHeadTail) + " compute actions per rank drawn, the middle summarised" : std::string())
      << "</text></g></svg>";
@@ -505,27 +521,36 @@ void rank_table(std::ostringstream& os, const TimelineResult& run, bool several)
   os << "</tbody></table></details>";
 }
 
-// Memory over time, one polyline per rank, against the capacity line.
+// A rank's peak memory as the result states it: summary.peak_memory_bytes[rank], else the rank's
+// row of `ranks`; -1 when the result states neither (the chart does not derive one from samples).
+std::int64_t stated_peak_memory(const TimelineResult& run, int rank) {
+  const std::vector<std::int64_t>& peaks = run.summary.peak_memory_bytes;
+  if (rank >= 0 && static_cast<std::size_t>(rank) < peaks.size()) return peaks[static_cast<std::size_t>(rank)];
+  for (const RankRow& r : run.ranks) {
+    if (r.rank == rank) return r.peak_memory_bytes;
+  }
+  return -1;
+}
+
+// Memory over time, one polyline per rank, against the capacity line, on the schedule's time axis
+// (the same x for the same time as its timeline).
 void memory_svg(std::ostringstream& os, const ReportInput& in, const ScheduleResult& s, const TimelineResult& run,
-                double end_ns) {
+                const TimeAxis& axis) {
   if (run.memory.empty()) return;
   constexpr double kTop = 26, kPlotH = 130, kBottom = 36;
   const double height = kTop + kPlotH + kBottom;
   const double cap = static_cast<double>(run.summary.memory_capacity_bytes);
   double max_b = cap;
   for (const MemorySeries& m : run.memory) {
-    for (const auto& [t, b] : m.samples) {
-      max_b = std::max(max_b, static_cast<double>(b));
-      end_ns = std::max(end_ns, static_cast<double>(t));
-    }
+    for (const auto& sample : m.samples) max_b = std::max(max_b, static_cast<double>(sample.second));
   }
   max_b = max_b > 0 ? max_b * 1.08 : 1;
-  auto xs = [&](double t) { return kLeft + (end_ns > 0 ? kPlotWidth * std::clamp(t / end_ns, 0.0, 1.0) : 0); };
   auto ys = [&](double b) { return kTop + kPlotH - kPlotH * std::clamp(b / max_b, 0.0, 1.0); };
-  const TimeUnit unit = time_unit_for(end_ns);
+  const TimeUnit unit = time_unit_for(axis.end_ns);
   os << "<svg class=\"memory\" data-input=\"" << attr(in.name) << "\" data-schedule=\"" << attr(s.schedule)
-     << "\" data-source=\"" << attr(run.source) << "\" width=\"" << px(kSvgWidth) << "\" height=\"" << px(height)
-     << "\" viewBox=\"0 0 " << px(kSvgWidth) << " " << px(height) << "\" role=\"img\" aria-label=\"memory over time\">";
+     << "\" data-source=\"" << attr(run.source) << "\" data-end-ns=\"" << static_cast<std::int64_t>(axis.end_ns)
+     << "\" width=\"" << px(kSvgWidth) << "\" height=\"" << px(height) << "\" viewBox=\"0 0 " << px(kSvgWidth) << " "
+     << px(height) << "\" role=\"img\" aria-label=\"memory over time\">";
   // Y axis (GiB).
   for (double v : nice_ticks(0, max_b / kGiB, 5)) {
     const double y = ys(v * kGiB);
@@ -558,8 +583,7 @@ void memory_svg(std::ostringstream& os, const ReportInput& in, const ScheduleRes
     std::ostringstream pts;
     auto point = [&](double x, double b) { pts << px(x) << "," << px(ys(b)) << " "; };
     double level = m.samples.empty() ? 0 : static_cast<double>(m.samples.front().second);
-    double peak = 0;
-    point(xs(m.samples.empty() ? 0 : static_cast<double>(m.samples.front().first)), level);
+    point(axis.x(m.samples.empty() ? 0 : static_cast<double>(m.samples.front().first)), level);
     long bucket = -1;
     double lo = 0, hi = 0, enter = 0;
     auto flush = [&]() {
@@ -571,7 +595,7 @@ void memory_svg(std::ostringstream& os, const ReportInput& in, const ScheduleRes
       point(x, level);
     };
     for (const auto& [t, b] : m.samples) {
-      const double x = xs(static_cast<double>(t));
+      const double x = axis.x(static_cast<double>(t));
       const long bk = std::lround((x - kLeft) * 2);
       if (bk != bucket) {
         flush();
@@ -581,24 +605,23 @@ void memory_svg(std::ostringstream& os, const ReportInput& in, const ScheduleRes
       level = static_cast<double>(b);
       lo = std::min(lo, level);
       hi = std::max(hi, level);
-      peak = std::max(peak, level);
     }
     flush();
-    point(xs(end_ns), level);
-    std::string peak_text = fixed(peak / kGiB, 2);
-    if (static_cast<std::size_t>(m.rank) < run.summary.peak_memory_bytes.size()) {
-      peak_text = fixed(static_cast<double>(run.summary.peak_memory_bytes[static_cast<std::size_t>(m.rank)]) / kGiB, 2);
-    }
+    point(axis.x(axis.end_ns), level);
+    const std::int64_t peak = stated_peak_memory(run, m.rank);
     os << "<polyline class=\"mem-line\" data-rank=\"" << m.rank << "\" style=\"stroke:" << colour << "\" data-tip=\"rank "
-       << m.rank << ": peak memory " << peak_text << " GiB\" points=\"" << pts.str() << "\"/>";
+       << m.rank;
+    if (peak >= 0) os << ": peak memory " << fixed(static_cast<double>(peak) / kGiB, 2) << " GiB";
+    os << "\" points=\"" << pts.str() << "\"/>";
   }
-  // X axis.
+  // X axis: the timeline's ticks.
   const double ay = kTop + kPlotH;
   os << "<line class=\"axis\" x1=\"" << px(kLeft) << "\" x2=\"" << px(kLeft + kPlotWidth) << "\" y1=\"" << px(ay)
      << "\" y2=\"" << px(ay) << "\"/>";
-  for (const auto& [tk, label] : time_ticks(0, end_ns, unit, 10)) {
-    os << "<text class=\"tick\" x=\"" << px(xs(tk)) << "\" y=\"" << px(ay + 15) << "\">" << label << "</text>";
+  for (const auto& [tk, label] : axis_ticks(axis, unit)) {
+    os << "<text class=\"tick\" x=\"" << px(axis.x(tk)) << "\" y=\"" << px(ay + 15) << "\">" << label << "</text>";
   }
+  axis_breaks(os, axis, ay);
   os << "<text class=\"axis-label\" x=\"" << px(kLeft) << "\" y=\"" << px(ay + 31) << "\">time (" << unit.name
      << ")</text></svg>";
 }
@@ -619,15 +642,14 @@ void schedule_section(std::ostringstream& os, const ComparisonTable& t, const Re
          << r.text[kExposedComm] << " ms</p>";
     }
   }
+  const TimeAxis axis = schedule_axis(s);  // once: the timeline and the memory charts share it
   os << "<div class=\"card\">";
-  timeline_svg(os, in, s);
+  timeline_svg(os, in, s, axis);
   os << "</div>";
-  double end_ns = 0;
-  for (const TimelineResult& run : s.runs) end_ns = std::max(end_ns, static_cast<double>(run.timeline.makespan_ns()));
   for (const TimelineResult& run : s.runs) {
     if (run.memory.empty()) continue;
     os << "<div class=\"card\">";
-    memory_svg(os, in, s, run, end_ns);
+    memory_svg(os, in, s, run, axis);
     os << "</div>";
   }
   for (const TimelineResult& run : s.runs) rank_table(os, run, s.runs.size() > 1);
@@ -660,7 +682,7 @@ std::string render_html(const std::vector<ReportInput>& inputs) {
   os << "</p></header>\n";
   config_section(os, inputs);
   comparison_section(os, t);
-  fidelity_section(os, inputs, t.multi_input);
+  fidelity_section(os, t);
   throughput_chart(os, t);
   os << "<section id=\"timelines\"><h2>Timelines</h2>";
   legend(os);

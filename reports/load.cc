@@ -1,7 +1,10 @@
 // Loading result JSON (docs/formats.md): checks the format, version, kind and every field the
 // renderers read, and reports the first problem with its path (`results[1].summary.mfu`).
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
@@ -32,15 +35,26 @@ const json& field(const json& obj, const char* key, const Where& w) {
   return *it;
 }
 
-std::int64_t get_int(const json& obj, const char* key, const Where& w) {
-  const json& v = field(obj, key, w);
-  if (v.is_number_integer()) return v.get<std::int64_t>();
-  // Integral values written as doubles (1e9) are accepted; fractions are not.
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<std::int64_t>(d))) return static_cast<std::int64_t>(d);
+// The one reading of an integer: a JSON integer, or an integral double (1e9) — finite, no fraction,
+// |v| < 2^63 — so that the conversion to int64 is exact and defined. `w` is the value's own path.
+std::int64_t as_int64(const json& v, const Where& w) {
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      w.fail("must be an integer below 2^63 (got " + v.dump() + ")");
+    }
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
   }
-  w.at(key).fail("must be an integer");
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (!v.is_number_float()) w.fail("must be an integer");
+  const double d = v.get<double>();
+  if (!std::isfinite(d) || d != std::trunc(d)) w.fail("must be an integer");
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (!(std::abs(d) < kTwoTo63)) w.fail("must be an integer of magnitude below 2^63 (got " + v.dump() + ")");
+  return static_cast<std::int64_t>(d);
+}
+
+std::int64_t get_int(const json& obj, const char* key, const Where& w) {
+  return as_int64(field(obj, key, w), w.at(key));
 }
 
 double get_number(const json& obj, const char* key, const Where& w) {
@@ -72,9 +86,7 @@ Summary read_summary(const json& j, const Where& w) {
   const json& peaks = field(j, "peak_memory_bytes", w);
   if (!peaks.is_array()) w.at("peak_memory_bytes").fail("must be an array of integers (one per rank)");
   for (std::size_t i = 0; i < peaks.size(); ++i) {
-    if (!peaks[i].is_number()) w.at("peak_memory_bytes").index(i).fail("must be an integer");
-    s.peak_memory_bytes.push_back(static_cast<std::int64_t>(peaks[i].get<double>()));
-    if (peaks[i].is_number_integer()) s.peak_memory_bytes.back() = peaks[i].get<std::int64_t>();
+    s.peak_memory_bytes.push_back(as_int64(peaks[i], w.at("peak_memory_bytes").index(i)));
   }
   s.exposed_comm_ns = get_int(j, "exposed_comm_ns", w);
   s.memory_capacity_bytes = get_int(j, "memory_capacity_bytes", w);
@@ -117,12 +129,9 @@ std::vector<MemorySeries> read_memory(const json& j, const Where& w) {
     m.samples.reserve(samples.size());
     for (std::size_t k = 0; k < samples.size(); ++k) {
       const json& p = samples[k];
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
-        e.at("samples").index(k).fail("must be a [time_ns, bytes] pair of numbers");
-      }
-      m.samples.emplace_back(static_cast<std::int64_t>(p[0].get<double>()), static_cast<std::int64_t>(p[1].get<double>()));
-      if (p[0].is_number_integer()) m.samples.back().first = p[0].get<std::int64_t>();
-      if (p[1].is_number_integer()) m.samples.back().second = p[1].get<std::int64_t>();
+      const Where sample = e.at("samples").index(k);
+      if (!p.is_array() || p.size() != 2) sample.fail("must be a [time_ns, bytes] pair of integers");
+      m.samples.emplace_back(as_int64(p[0], sample.index(0)), as_int64(p[1], sample.index(1)));
     }
     std::stable_sort(m.samples.begin(), m.samples.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -204,9 +213,13 @@ ReportInput load(const json& j, const std::string& name, const std::string& labe
     s.schedule = schedule_name(in.config, top);
     s.runs.push_back(read_timeline_result(field(j, "predicted", top), top.at("predicted"), "predicted"));
     s.runs.push_back(read_timeline_result(field(j, "measured", top), top.at("measured"), "measured"));
-    if (j.contains("comparison")) {
-      s.comparison = j["comparison"];
-      if (!s.comparison.is_object()) top.at("comparison").fail("must be an object");
+    // The fidelity verdict reads these three: a run without them cannot be judged, so it is rejected
+    // here rather than counted as within the thresholds.
+    s.comparison = field(j, "comparison", top);
+    const Where cmp = top.at("comparison");
+    if (!s.comparison.is_object()) cmp.fail("must be an object");
+    for (const char* key : {"makespan_error", "bubble_predicted", "bubble_measured"}) {
+      if (!std::isfinite(get_number(s.comparison, key, cmp))) cmp.at(key).fail("must be a finite number");
     }
     if (j.contains("gradient_check")) {
       s.gradient_check = j["gradient_check"];

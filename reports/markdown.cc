@@ -54,14 +54,9 @@ std::string table(const std::vector<std::string>& header, const std::vector<bool
   return os.str();
 }
 
+// A footer line; a verdict ends in its OK/FAILED word, bold.
 std::string verdict_line(const Verdict& v) {
-  // Bold the closing OK/FAILED word.
-  const std::string word = v.ok ? "OK" : "FAILED";
-  const std::string& t = v.text;
-  if (t.size() >= word.size() && t.compare(t.size() - word.size(), word.size(), word) == 0) {
-    return t.substr(0, t.size() - word.size()) + "**" + word + "**";
-  }
-  return t;
+  return v.judged ? v.text + ": **" + verdict_word(v) + "**" : v.text;
 }
 
 void text_timeline(std::ostringstream& os, const std::string& title, const Timeline& t) {
@@ -166,7 +161,7 @@ std::string render_markdown(const std::vector<ReportInput>& inputs) {
   }
 
   // Predicted vs measured
-  const std::vector<FidelityRow> fid = fidelity_rows(inputs);
+  const std::vector<FidelityRow>& fid = t.fidelity;
   if (!fid.empty()) {
     os << "## Predicted vs measured\n\n";
     std::vector<std::string> header{"schedule", "makespan error", "bubble predicted", "bubble measured",

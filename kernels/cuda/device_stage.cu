@@ -1,5 +1,6 @@
 // DeviceStage: the mock block stack on one GPU. Same passes and the same saved/stash contents as
 // kernels/block.cc (docs/kernels.md), on cuBLAS GEMMs and the kernels of device_ops.cu.
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -23,7 +24,7 @@ class DeviceGuard {
     changed_ = previous_ != device;
   }
   ~DeviceGuard() {
-    if (changed_) cudaSetDevice(previous_);  // best effort: destructors do not throw
+    if (changed_) PIPELAB_CUDA_LOG(cudaSetDevice(previous_));  // destructors log, never throw
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
@@ -33,12 +34,42 @@ class DeviceGuard {
   bool changed_ = false;
 };
 
+/// DeviceGuard for destructors: never throws, logs failures; ok() says whether `device` is current.
+class NoThrowDeviceGuard {
+ public:
+  explicit NoThrowDeviceGuard(int device) noexcept {
+    if (!PIPELAB_CUDA_LOG(cudaGetDevice(&previous_))) return;
+    if (previous_ == device) {
+      ok_ = true;
+      return;
+    }
+    ok_ = changed_ = PIPELAB_CUDA_LOG(cudaSetDevice(device));
+  }
+  ~NoThrowDeviceGuard() {
+    if (changed_) PIPELAB_CUDA_LOG(cudaSetDevice(previous_));
+  }
+  NoThrowDeviceGuard(const NoThrowDeviceGuard&) = delete;
+  NoThrowDeviceGuard& operator=(const NoThrowDeviceGuard&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  int previous_ = 0;
+  bool ok_ = false;
+  bool changed_ = false;
+};
+
 /// Stream-ordered fp32 device array (cudaMallocAsync / cudaFreeAsync). Per-microbatch state.
+/// It records its device and the stream its last pass was enqueued on (the allocating stream until
+/// used_on() moves it), so that state dropped without being consumed is freed in that stream's
+/// order, on that device, without synchronizing anything.
 class DevArray {
  public:
   DevArray() = default;
+  /// On the current device (the callers hold a DeviceGuard), ordered on `stream`.
   static DevArray alloc(std::size_t elems, cudaStream_t stream) {
     DevArray a;
+    PIPELAB_CUDA_CHECK(cudaGetDevice(&a.device_));
+    a.stream_ = stream;
     if (elems > 0) {
       PIPELAB_CUDA_CHECK(
           cudaMallocAsync(reinterpret_cast<void**>(&a.ptr_), elems * sizeof(float), stream));
@@ -46,26 +77,30 @@ class DevArray {
     a.size_ = elems;
     return a;
   }
-  ~DevArray() {
-    // Fallback for state dropped without being consumed: wait for all work, then free.
-    if (ptr_ != nullptr) {
-      cudaDeviceSynchronize();
-      cudaFreeAsync(ptr_, cudaStreamLegacy);
-    }
-  }
-  DevArray(DevArray&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  ~DevArray() { reset(); }
+  DevArray(DevArray&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        device_(o.device_),
+        stream_(o.stream_) {}
+  /// Frees what this array held (stream-ordered, no device synchronization), then takes `o`'s.
   DevArray& operator=(DevArray&& o) noexcept {
     if (this != &o) {
-      this->~DevArray();
+      reset();
       ptr_ = std::exchange(o.ptr_, nullptr);
       size_ = std::exchange(o.size_, 0);
+      device_ = o.device_;
+      stream_ = o.stream_;
     }
     return *this;
   }
   DevArray(const DevArray&) = delete;
   DevArray& operator=(const DevArray&) = delete;
 
-  /// Stream-ordered free after the work already enqueued on `stream`.
+  /// Work reading or writing the array is now enqueued on `stream` (a later pass, possibly on
+  /// another stream): a drop frees it after that work rather than after the allocating stream's.
+  void used_on(cudaStream_t stream) { stream_ = stream; }
+  /// Stream-ordered free after the work already enqueued on `stream` (the consuming pass's).
   void release(cudaStream_t stream) {
     if (ptr_ != nullptr) PIPELAB_CUDA_CHECK(cudaFreeAsync(ptr_, stream));
     ptr_ = nullptr;
@@ -76,42 +111,88 @@ class DevArray {
   std::int64_t bytes() const { return static_cast<std::int64_t>(size_ * sizeof(float)); }
 
  private:
+  /// The drop path (destructor, move-assignment): free on the owning device, in the order of the
+  /// recorded stream (which must still exist). Never throws; failures are logged to stderr, and
+  /// the memory is leaked when the device cannot be made current.
+  void reset() noexcept {
+    if (ptr_ != nullptr) {
+      NoThrowDeviceGuard guard(device_);
+      if (guard.ok()) PIPELAB_CUDA_LOG(cudaFreeAsync(ptr_, stream_));
+    }
+    ptr_ = nullptr;
+    size_ = 0;
+  }
+
   float* ptr_ = nullptr;
   std::size_t size_ = 0;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
 };
+
+/// Marks every array of a saved/stash block as used on `s`.
+template <std::size_t N>
+void mark_used_on(const std::array<DevArray*, N>& arrays, cudaStream_t s) {
+  for (DevArray* a : arrays) a->used_on(s);
+}
+
+template <std::size_t N>
+std::int64_t total_bytes(const std::array<const DevArray*, N>& arrays) {
+  std::int64_t n = 0;
+  for (const DevArray* a : arrays) n += a->bytes();
+  return n;
+}
 
 struct SavedBlock {
   DevArray xhat1, rstd1, n1, qkv, probs, attn, yhat2, rstd2, n2, pre, up, act;
-  std::int64_t bytes() const {
-    return xhat1.bytes() + rstd1.bytes() + n1.bytes() + qkv.bytes() + probs.bytes() +
-           attn.bytes() + yhat2.bytes() + rstd2.bytes() + n2.bytes() + pre.bytes() + up.bytes() +
-           act.bytes();
+  std::array<DevArray*, 12> arrays() {
+    return {&xhat1, &rstd1, &n1, &qkv, &probs, &attn, &yhat2, &rstd2, &n2, &pre, &up, &act};
   }
+  std::array<const DevArray*, 12> arrays() const {
+    return {&xhat1, &rstd1, &n1, &qkv, &probs, &attn, &yhat2, &rstd2, &n2, &pre, &up, &act};
+  }
+  std::int64_t bytes() const { return total_bytes(arrays()); }
 };
 
 struct StashBlock {
   DevArray xhat1, dn1, n1, dqkv, attn, dy, yhat2, dn2, n2, dup, dgate, act, dz;
-  std::int64_t bytes() const {
-    return xhat1.bytes() + dn1.bytes() + n1.bytes() + dqkv.bytes() + attn.bytes() + dy.bytes() +
-           yhat2.bytes() + dn2.bytes() + n2.bytes() + dup.bytes() + dgate.bytes() + act.bytes() +
-           dz.bytes();
+  std::array<DevArray*, 13> arrays() {
+    return {&xhat1, &dn1, &n1, &dqkv, &attn, &dy, &yhat2, &dn2, &n2, &dup, &dgate, &act, &dz};
   }
+  std::array<const DevArray*, 13> arrays() const {
+    return {&xhat1, &dn1, &n1, &dqkv, &attn, &dy, &yhat2, &dn2, &n2, &dup, &dgate, &act, &dz};
+  }
+  std::int64_t bytes() const { return total_bytes(arrays()); }
   void release(cudaStream_t s) {
-    for (DevArray* a : {&xhat1, &dn1, &n1, &dqkv, &attn, &dy, &yhat2, &dn2, &n2, &dup, &dgate,
-                        &act, &dz}) {
-      a->release(s);
-    }
+    for (DevArray* a : arrays()) a->release(s);
   }
 };
 
 /// One block's weights (or gradient accumulators) on the device.
 struct DevParams {
   DeviceBuffer norm1_gain, w_qkv, w_out, norm2_gain, w_up, w_gate, w_down;
+  static constexpr std::size_t kCount = 7;
 
-  std::vector<std::pair<DeviceBuffer*, std::vector<float>*>> zip(BlockParams& host) {
-    return {{&norm1_gain, &host.norm1_gain}, {&w_qkv, &host.w_qkv}, {&w_out, &host.w_out},
-            {&norm2_gain, &host.norm2_gain}, {&w_up, &host.w_up},   {&w_gate, &host.w_gate},
-            {&w_down, &host.w_down}};
+  /// The seven buffers, in the order of host_tensors() (w_gate is empty for GELU).
+  std::array<DeviceBuffer*, kCount> buffers() {
+    return {&norm1_gain, &w_qkv, &w_out, &norm2_gain, &w_up, &w_gate, &w_down};
+  }
+  std::array<const DeviceBuffer*, kCount> buffers() const {
+    return {&norm1_gain, &w_qkv, &w_out, &norm2_gain, &w_up, &w_gate, &w_down};
+  }
+  /// A host block's tensors in buffers() order (const or not, as `host` is).
+  template <class Params>
+  static auto host_tensors(Params& host) {
+    return std::array{&host.norm1_gain, &host.w_qkv, &host.w_out, &host.norm2_gain,
+                      &host.w_up,       &host.w_gate, &host.w_down};
+  }
+  /// (device buffer, host tensor) pairs, for uploading `host`; nothing is copied.
+  std::array<std::pair<DeviceBuffer*, const std::vector<float>*>, kCount> zip(
+      const BlockParams& host) {
+    const auto dev = buffers();
+    const auto src = host_tensors(host);
+    std::array<std::pair<DeviceBuffer*, const std::vector<float>*>, kCount> out;
+    for (std::size_t k = 0; k < kCount; ++k) out[k] = {dev[k], src[k]};
+    return out;
   }
 };
 
@@ -150,11 +231,8 @@ DeviceBuffer::DeviceBuffer(int device, std::size_t elems) : size_(elems), device
 
 DeviceBuffer::~DeviceBuffer() {
   if (data_ != nullptr) {
-    int previous = 0;
-    cudaGetDevice(&previous);
-    cudaSetDevice(device_);
-    cudaFree(data_);
-    cudaSetDevice(previous);
+    cuda::detail::NoThrowDeviceGuard guard(device_);
+    if (guard.ok()) PIPELAB_CUDA_LOG(cudaFree(data_));  // leaked (and logged) otherwise
   }
 }
 
@@ -240,11 +318,8 @@ struct DeviceStage::Impl {
 
   ~Impl() {
     if (handle != nullptr) {
-      int previous = 0;
-      cudaGetDevice(&previous);
-      cudaSetDevice(device);
-      cublasDestroy(handle);
-      cudaSetDevice(previous);
+      cuda::detail::NoThrowDeviceGuard guard(device);
+      if (guard.ok()) PIPELAB_CUBLAS_LOG(cublasDestroy(handle));
     }
   }
 
@@ -349,6 +424,7 @@ struct DeviceStage::Impl {
   void backward_input_block(const DevParams& p, SavedBlock& sv, float* dz_dx, StashBlock& st,
                             cudaStream_t s) const {
     const int t = this->t(), h = shape.hidden, f = shape.ffn;
+    mark_used_on(sv.arrays(), s);  // read on this pass's stream; the moves below carry it to the stash
     st.dz = DevArray::alloc(th(), s);
     PIPELAB_CUDA_CHECK(cudaMemcpyAsync(st.dz.get(), dz_dx, th() * sizeof(float),
                                        cudaMemcpyDeviceToDevice, s));
@@ -406,6 +482,7 @@ struct DeviceStage::Impl {
 
   void backward_weight_block(StashBlock& st, DevParams& g, cudaStream_t s) const {
     const int t = this->t(), h = shape.hidden, f = shape.ffn;
+    mark_used_on(st.arrays(), s);
     cuda::column_dot_add(st.xhat1.get(), st.dn1.get(), t, h, g.norm1_gain.data(), s);
     mm(true, false, h, 3 * h, t, st.n1.get(), h, st.dqkv.get(), 3 * h, 1.f, g.w_qkv.data(), 3 * h);
     mm(true, false, h, h, t, st.attn.get(), h, st.dy.get(), h, 1.f, g.w_out.data(), h);
@@ -457,15 +534,15 @@ DeviceStage::DeviceStage(const BlockShape& shape, int device, std::span<const Bl
     if (!(params[l].shape == shape)) {
       throw InputError("DeviceStage: params[" + std::to_string(l) + "] has another shape");
     }
-    BlockParams host = params[l];
     DevParams dev;
     DevParams grad;
-    auto dev_zip = dev.zip(host);
-    auto grad_zip = grad.zip(host);
-    for (std::size_t k = 0; k < dev_zip.size(); ++k) {
-      *dev_zip[k].first = DeviceBuffer(device, dev_zip[k].second->size());
-      dev_zip[k].first->upload(*dev_zip[k].second);
-      *grad_zip[k].first = DeviceBuffer(device, grad_zip[k].second->size());  // zeroed
+    const auto grad_buffers = grad.buffers();
+    const auto uploads = dev.zip(params[l]);
+    for (std::size_t k = 0; k < DevParams::kCount; ++k) {
+      const auto& [buffer, host] = uploads[k];
+      *buffer = DeviceBuffer(device, host->size());
+      buffer->upload(*host);
+      *grad_buffers[k] = DeviceBuffer(device, host->size());  // zeroed
     }
     impl_->params.push_back(std::move(dev));
     impl_->grads.push_back(std::move(grad));
@@ -545,8 +622,7 @@ void DeviceStage::zero_grads(void* stream) {
   DeviceGuard guard(m.device);
   const auto s = static_cast<cudaStream_t>(stream);
   for (DevParams& g : m.grads) {
-    for (DeviceBuffer* b : {&g.norm1_gain, &g.w_qkv, &g.w_out, &g.norm2_gain, &g.w_up, &g.w_gate,
-                            &g.w_down}) {
+    for (DeviceBuffer* b : g.buffers()) {
       if (b->size() > 0) {
         PIPELAB_CUDA_CHECK(cudaMemsetAsync(b->data(), 0, b->size() * sizeof(float), s));
       }
@@ -561,8 +637,11 @@ std::vector<BlockGrads> DeviceStage::download_grads(void* stream) const {
   std::vector<BlockGrads> out;
   for (const DevParams& g : m.grads) {
     BlockGrads host = zero_params<float>(m.shape);
-    auto zip = const_cast<DevParams&>(g).zip(host);
-    for (auto& [dev, vec] : zip) {
+    const auto devs = g.buffers();
+    const auto vecs = DevParams::host_tensors(host);
+    for (std::size_t k = 0; k < DevParams::kCount; ++k) {
+      const DeviceBuffer* dev = devs[k];
+      std::vector<float>* vec = vecs[k];
       if (dev->size() == 0) continue;
       PIPELAB_CUDA_CHECK(cudaMemcpyAsync(vec->data(), dev->data(), dev->size() * sizeof(float),
                                          cudaMemcpyDeviceToHost, s));

@@ -184,6 +184,66 @@ TEST(HtmlReport, TextIsEscaped) {
   EXPECT_EQ(html.find("x<y"), std::string::npos);
 }
 
+// (x, label) of the time-axis ticks of one SVG: in svg.timeline the g.axis texts, in svg.memory the
+// texts below the plot (the GiB ticks sit left of it, the legend above).
+std::vector<std::pair<std::string, std::string>> time_ticks_of(const std::vector<Element>& els, int svg) {
+  const bool memory = els[static_cast<std::size_t>(svg)].has_class("memory");
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int i : select(els, "text", "tick")) {
+    if (ancestor(els, i, "svg", memory ? "memory" : "timeline") != svg) continue;
+    const Element& e = els[static_cast<std::size_t>(i)];
+    if (memory ? e.attr("y") != "171" : ancestor(els, i, "g", "axis") < 0) continue;
+    out.emplace_back(e.attr("x"), e.text);
+  }
+  return out;
+}
+
+// One schedule, one time axis: the timeline and the memory chart map a time to the same x. The
+// timeline's range used to include the summary makespan and the memory chart's the last sample,
+// each not the other's.
+TEST(HtmlReport, MemoryChartUsesTheTimelineAxis) {
+  for (const char* edit : {"summary makespan", "late sample"}) {
+    json j = json::parse(testing::read_text(testing::data_path("simulate_1f1b_2r_3mb.json")));
+    if (std::string(edit) == "summary makespan") {
+      j["summary"]["makespan_ns"] = 180'000'000;  // beyond the last event (123.8 ms)
+    } else {
+      j["memory"][1]["samples"].push_back({150'000'000, 10'737'418'240LL});
+    }
+    const auto els = scan_html(render_html({load_result(j, "s")}));
+    const auto timeline = select(els, "svg", "timeline");
+    const auto memory = select(els, "svg", "memory");
+    ASSERT_EQ(timeline.size(), 1u);
+    ASSERT_EQ(memory.size(), 1u);
+    const std::string end = els[static_cast<std::size_t>(timeline[0])].attr("data-end-ns");
+    EXPECT_EQ(end, std::string(edit) == "summary makespan" ? "180000000" : "150000000") << edit;
+    EXPECT_EQ(els[static_cast<std::size_t>(memory[0])].attr("data-end-ns"), end) << edit;
+    const auto ticks = time_ticks_of(els, timeline[0]);
+    EXPECT_GE(ticks.size(), 3u) << edit;
+    EXPECT_EQ(time_ticks_of(els, memory[0]), ticks) << edit;
+  }
+}
+
+// The memory chart's tooltip shows the peak the result states (summary, else the rank's row), not
+// one derived from the samples; with neither, no peak.
+TEST(HtmlReport, MemoryTooltipShowsTheStatedPeak) {
+  auto tips = [](const json& j) {
+    std::map<std::string, std::string> out;
+    const auto els = scan_html(render_html({load_result(j, "s")}));
+    for (int i : select(els, "polyline", "mem-line")) {
+      out[els[static_cast<std::size_t>(i)].attr("data-rank")] = els[static_cast<std::size_t>(i)].attr("data-tip");
+    }
+    return out;
+  };
+  json j = json::parse(testing::read_text(testing::data_path("simulate_1f1b_2r_3mb.json")));
+  j["summary"]["peak_memory_bytes"] = json::array({20 * 1073741824LL});  // rank 0 only; samples peak at 14 GiB
+  j["ranks"][1]["peak_memory_bytes"] = 13 * 1073741824LL;
+  EXPECT_EQ(tips(j), (std::map<std::string, std::string>{{"0", "rank 0: peak memory 20.00 GiB"},
+                                                         {"1", "rank 1: peak memory 13.00 GiB"}}));
+  j["summary"]["peak_memory_bytes"] = json::array();
+  j.erase("ranks");
+  EXPECT_EQ(tips(j), (std::map<std::string, std::string>{{"0", "rank 0"}, {"1", "rank 1"}}));
+}
+
 // A synthetic 1F1B-like timeline: P ranks, m microbatches, F 1 ms, B 2 ms, P2P 50 us.
 json large_result(int pp, int m) {
   json timeline = json::array();
@@ -235,6 +295,18 @@ TEST(HtmlReport, LargeTimelineIsAggregatedAndSmall) {
   const auto bands = select(els, "rect", "band");
   ASSERT_EQ(bands.size(), 8u);
   for (const auto& [key, n] : boxes_per_rank(els)) EXPECT_LE(n, 600) << "rank " << std::get<2>(key);
+  // The memory chart shares the broken axis: same range, same ticks, the same break marks.
+  const auto memory = select(els, "svg", "memory");
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_EQ(els[static_cast<std::size_t>(memory[0])].attr("data-end-ns"), els[static_cast<std::size_t>(svgs[0])].attr("data-end-ns"));
+  EXPECT_EQ(time_ticks_of(els, memory[0]), time_ticks_of(els, svgs[0]));
+  int breaks_timeline = 0, breaks_memory = 0;
+  for (int i : select(els, "path", "break")) {
+    breaks_timeline += ancestor(els, i, "svg", "timeline") >= 0 ? 1 : 0;
+    breaks_memory += ancestor(els, i, "svg", "memory") >= 0 ? 1 : 0;
+  }
+  EXPECT_EQ(breaks_timeline, 2);
+  EXPECT_EQ(breaks_memory, 2);
   // Every compute action is drawn or counted in its rank's band.
   for (int b : bands) {
     const int g = ancestor(els, b, "g", "rank");

@@ -3,6 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <limits>
+
 #include "pipelab/base/error.h"
 #include "pipelab/reports/render.h"
 #include "test_support.h"
@@ -126,6 +130,78 @@ TEST(LoadResult, WrongTypesAreNamedWithTheirPath) {
   j = fixture_json("compare_2r_4mb.json");
   j["results"][0]["summary"]["oom"] = 0;
   EXPECT_EQ(load_error(j, "c.json"), "c.json: results[0].summary.oom: must be true or false");
+}
+
+// Integers (summary, ranks, peak_memory_bytes entries, memory samples) go through one check:
+// JSON integers, or integral doubles that fit in int64. 1e30 used to be cast to int64 (undefined
+// behaviour) and fractions in peak_memory_bytes and samples were truncated silently.
+TEST(LoadResult, IntegersMustBeIntegralAndFitInt64) {
+  auto with = [](const std::function<void(json&)>& edit) {
+    json j = fixture_json("simulate_1f1b_2r_3mb.json");
+    edit(j);
+    return load_error(j, "s.json");
+  };
+  const std::string range = "must be an integer of magnitude below 2^63";
+  EXPECT_THAT(with([](json& j) { j["summary"]["makespan_ns"] = 1e30; }), HasSubstr("s.json: summary.makespan_ns: " + range));
+  EXPECT_THAT(with([](json& j) { j["summary"]["exposed_comm_ns"] = -1e30; }),
+              HasSubstr("s.json: summary.exposed_comm_ns: " + range));
+  // 2^63 itself does not fit; it is exactly representable as a double.
+  EXPECT_THAT(with([](json& j) { j["summary"]["tokens_per_iteration"] = 9223372036854775808.0; }),
+              HasSubstr("summary.tokens_per_iteration: " + range));
+  EXPECT_THAT(with([](json& j) { j["summary"]["makespan_ns"] = std::numeric_limits<double>::quiet_NaN(); }),
+              HasSubstr("s.json: summary.makespan_ns: must be an integer"));
+  EXPECT_THAT(with([](json& j) { j["summary"]["makespan_ns"] = std::numeric_limits<double>::infinity(); }),
+              HasSubstr("s.json: summary.makespan_ns: must be an integer"));
+  // An unsigned JSON integer above int64.
+  EXPECT_THAT(with([](json& j) { j["summary"]["memory_capacity_bytes"] = std::uint64_t{1} << 63; }),
+              HasSubstr("summary.memory_capacity_bytes: must be an integer below 2^63"));
+  EXPECT_EQ(with([](json& j) { j["summary"]["peak_memory_bytes"][1] = 2.5; }),
+            "s.json: summary.peak_memory_bytes[1]: must be an integer");
+  EXPECT_EQ(with([](json& j) { j["summary"]["peak_memory_bytes"][0] = 1e19; }),
+            "s.json: summary.peak_memory_bytes[0]: " + range + " (got 1e+19)");
+  EXPECT_EQ(with([](json& j) { j["ranks"][1]["busy_ns"] = 1e300; }), "s.json: ranks[1].busy_ns: " + range + " (got 1e+300)");
+  EXPECT_EQ(with([](json& j) { j["memory"][0]["samples"][1][0] = 0.5; }), "s.json: memory[0].samples[1][0]: must be an integer");
+  EXPECT_EQ(with([](json& j) { j["memory"][1]["samples"][2][1] = -1e30; }),
+            "s.json: memory[1].samples[2][1]: " + range + " (got -1e+30)");
+  EXPECT_EQ(with([](json& j) { j["memory"][1]["samples"][0][1] = "10"; }), "s.json: memory[1].samples[0][1]: must be an integer");
+
+  // Integral doubles are accepted, exactly.
+  json j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["summary"]["makespan_ns"] = 1.238e8;
+  j["summary"]["peak_memory_bytes"][0] = 4611686018427387904.0;  // 2^62
+  j["memory"][0]["samples"][1] = json::array({5e6, 1.5e10});
+  j["ranks"][0]["busy_ns"] = -0.0;
+  const ReportInput in = load_result(j, "s.json");
+  EXPECT_EQ(in.schedules[0].runs[0].summary.makespan_ns, 123'800'000);
+  EXPECT_EQ(in.schedules[0].runs[0].summary.peak_memory_bytes[0], std::int64_t{1} << 62);
+  EXPECT_EQ(in.schedules[0].runs[0].ranks[0].busy_ns, 0);
+  const auto& samples = in.schedules[0].runs[0].memory[0].samples;
+  EXPECT_NE(std::find(samples.begin(), samples.end(), std::pair<std::int64_t, std::int64_t>{5'000'000, 15'000'000'000}),
+            samples.end());
+}
+
+// A run's fidelity verdict needs the makespan error and both bubbles: a run without them is
+// rejected, naming the field, instead of counting as within the thresholds.
+TEST(LoadResult, RunNeedsItsComparisonFigures) {
+  json j = fixture_json("run_1f1b_2r_3mb.json");
+  j.erase("comparison");
+  EXPECT_EQ(load_error(j, "r.json"), "r.json: missing field \"comparison\"");
+  j["comparison"] = 3;
+  EXPECT_EQ(load_error(j, "r.json"), "r.json: comparison: must be an object");
+  for (const char* key : {"makespan_error", "bubble_predicted", "bubble_measured"}) {
+    j = fixture_json("run_1f1b_2r_3mb.json");
+    j["comparison"].erase(key);
+    EXPECT_EQ(load_error(j, "r.json"), std::string("r.json: comparison: missing field \"") + key + "\"") << key;
+    j["comparison"][key] = "small";
+    EXPECT_EQ(load_error(j, "r.json"), std::string("r.json: comparison.") + key + ": must be a number") << key;
+    j["comparison"][key] = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_EQ(load_error(j, "r.json"), std::string("r.json: comparison.") + key + ": must be a finite number") << key;
+  }
+  // The per-action percentiles stay optional.
+  j = fixture_json("run_1f1b_2r_3mb.json");
+  j["comparison"].erase("action_error_p50");
+  j["comparison"].erase("action_error_p90");
+  EXPECT_NO_THROW(load_result(j, "r.json"));
 }
 
 TEST(LoadResult, MissingSectionsAreNamed) {

@@ -87,7 +87,9 @@ class DeviceStageStash {
 /// device pointers of shape (T, hidden); all work is enqueued on `stream` (a cudaStream_t, nullptr =
 /// the legacy default stream) and is asynchronous unless stated. Per-microbatch state is allocated
 /// with cudaMallocAsync on the pass's stream and freed stream-ordered when consumed; the caller
-/// orders passes of one microbatch across streams (events), as the executor does.
+/// orders passes of one microbatch across streams (events), as the executor does. State dropped
+/// unconsumed is freed in the order of the stream of its last pass (no device synchronization), so
+/// that stream must outlive it.
 class DeviceStage {
  public:
   /// Uploads `params` (one BlockParams per layer, all of `shape`) to `device`.

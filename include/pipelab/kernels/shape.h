@@ -30,10 +30,11 @@ struct BlockShape {
 };
 
 /// FLOPs of one block for one microbatch, per pass. Counted exactly from the GEMMs the CPU kernels
-/// execute: 2*M*N*K each; attention score/probability GEMMs over the full seq x seq square (the
-/// causal mask is applied after the GEMM, so the masked half is executed and counted, matching the
-/// Megatron FLOPs formula). Elementwise work (norms, softmax, activations, residuals) is excluded.
-/// See docs/kernels.md for the per-GEMM table.
+/// execute: 2*M*N*K each; attention score/probability GEMMs over the full seq x seq square, as
+/// executed (the causal mask is applied after the GEMM, so the masked half is computed and counted).
+/// That is twice Megatron's causal attention term, which halves the square (megatron_model_flops in
+/// profiles/flops.cc); the projection and MLP GEMMs match it. Elementwise work (norms, softmax,
+/// activations, residuals) is excluded. See docs/kernels.md for the per-GEMM table.
 struct OpFlops {
   std::int64_t forward = 0;          ///< F
   std::int64_t backward_input = 0;   ///< I: input gradient only

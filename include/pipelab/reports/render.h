@@ -47,7 +47,8 @@ std::string render_timeline_csv(const std::vector<ReportInput>& inputs);
 
 /// Chrome trace JSON `{"traceEvents": [...], "displayTimeUnit": "ns"}`. Each timeline gets a block
 /// of process ids: pid = block * stride + rank (stride 1000, or the next multiple of 1000 above the
-/// largest rank count); tid 0 compute, 1 send, 2 recv.
+/// largest rank count); tid = the stream: 0 compute, 1 send, 2 recv, 3 collective (DP gradient
+/// reduction).
 std::string render_chrome_trace(const std::vector<ReportInput>& inputs);
 
 /// Dispatches on the format.

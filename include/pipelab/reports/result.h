@@ -67,7 +67,9 @@ struct ScheduleResult {
   std::string schedule;
   std::string error;                  // non-empty: the configuration breaks this schedule
   std::vector<TimelineResult> runs;   // simulate/compare: one; run: predicted, then measured
-  nlohmann::json comparison;          // run only: the producer's predicted-vs-measured figures (or null)
+  nlohmann::json comparison;          // run only: the producer's predicted-vs-measured figures, with
+                                      // numeric makespan_error, bubble_predicted, bubble_measured
+                                      // (load_result checks them); null for other kinds
   nlohmann::json gradient_check;      // run only, optional (or null)
 
   bool failed() const { return !error.empty(); }

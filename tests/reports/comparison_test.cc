@@ -1,0 +1,210 @@
+// The comparison table model (reports/common.h) that HTML and Markdown both print: best-value
+// marks (only among at least two rows that fit in memory), footer verdicts (text without the
+// OK/FAILED word, which the renderers add), the fidelity rows (computed once, a missing figure never
+// within the thresholds), the config helpers, and the input labels of write.h.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "common.h"
+#include "pipelab/reports/render.h"
+#include "pipelab/reports/write.h"
+#include "test_support.h"
+
+namespace pipelab::reports {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::data_path;
+using testing::read_text;
+using namespace detail;
+
+json compare_json() { return json::parse(read_text(data_path("compare_2r_4mb.json"))); }
+
+// Results of the compare fixture kept by schedule name (gpipe is OOM; 1f1b and zb-h1 fit).
+json compare_with(std::initializer_list<const char*> schedules) {
+  json j = compare_json();
+  json kept = json::array();
+  for (const json& r : j["results"]) {
+    for (const char* s : schedules) {
+      if (r["schedule"] == s) kept.push_back(r);
+    }
+  }
+  j["results"] = kept;
+  return j;
+}
+
+int best_marks(const ComparisonTable& t) {
+  int n = 0;
+  for (const TableRow& r : t.rows) {
+    for (bool b : r.best) n += b ? 1 : 0;
+  }
+  return n;
+}
+
+TEST(BestValues, MarkedAmongRowsThatFitWhenAtLeastTwoDo) {
+  const ReportInput in = load_result(compare_json(), "c");
+  const ComparisonTable t = build_comparison({in});
+  ASSERT_EQ(t.rows.size(), 3u);
+  for (const TableRow& r : t.rows) {
+    for (int c = 0; c < kNumMetrics; ++c) {
+      if (r.oom) {
+        EXPECT_FALSE(r.best[c]) << r.label << " column " << c;
+      }
+    }
+  }
+  for (int c = 0; c < kNumMetrics; ++c) {
+    EXPECT_TRUE(t.rows[1].best[c] || t.rows[2].best[c]) << "column " << c << " has no best value";
+  }
+}
+
+// One row fits and one does not: fewer than two rows fit, so nothing is best (docs/metrics.md).
+// The lone fitting row used to be marked in every column.
+TEST(BestValues, NoneWhenOnlyOneRowFits) {
+  const ReportInput in = load_result(compare_with({"gpipe", "1f1b"}), "c");
+  const ComparisonTable t = build_comparison({in});
+  ASSERT_EQ(t.rows.size(), 2u);
+  ASSERT_TRUE(t.rows[0].oom);
+  ASSERT_FALSE(t.rows[1].oom);
+  EXPECT_EQ(best_marks(t), 0);
+  std::istringstream md(render_markdown({in}));
+  for (std::string line; std::getline(md, line);) {
+    if (line.rfind("| gpipe", 0) == 0 || line.rfind("| 1f1b", 0) == 0) {
+      EXPECT_THAT(line, Not(HasSubstr("**")));
+    }
+  }
+  EXPECT_EQ(testing::select(testing::scan_html(render_html({in})), "td", "best").size(), 0u);
+}
+
+// No row fits: nothing is best. Every row used to become eligible, so an OOM row was marked best.
+TEST(BestValues, NoneWhenNoRowFits) {
+  json j = compare_json();
+  for (json& r : j["results"]) {
+    if (r.contains("summary")) r["summary"]["oom"] = true;
+  }
+  const ReportInput in = load_result(j, "c");
+  const ComparisonTable t = build_comparison({in});
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(best_marks(t), 0);
+  EXPECT_EQ(testing::select(testing::scan_html(render_html({in})), "td", "best").size(), 0u);
+}
+
+TEST(BestValues, GroupedBySource) {
+  // A run has one predicted and one measured row: two groups of one, so nothing is best.
+  const ComparisonTable t = build_comparison({testing::fixture("run_1f1b_2r_3mb.json")});
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(best_marks(t), 0);
+}
+
+TEST(Footer, VerdictTextLeavesTheWordToTheRenderers) {
+  const ReportInput compare = load_result(compare_json(), "c");
+  const ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
+  const ComparisonTable t = build_comparison({compare, run});
+  ASSERT_EQ(t.footer.size(), 3u);
+  EXPECT_FALSE(t.footer[0].judged);  // the count line
+  EXPECT_TRUE(t.footer[1].judged);
+  EXPECT_FALSE(t.footer[1].ok);      // gpipe is OOM
+  EXPECT_TRUE(t.footer[2].judged);
+  EXPECT_TRUE(t.footer[2].ok);
+  for (const Verdict& v : t.footer) {
+    EXPECT_THAT(v.text, Not(::testing::EndsWith("OK")));
+    EXPECT_THAT(v.text, Not(::testing::EndsWith("FAILED")));
+  }
+  EXPECT_STREQ(verdict_word(t.footer[1]), "FAILED");
+  EXPECT_STREQ(verdict_word(t.footer[2]), "OK");
+  const std::string md = render_markdown({compare, run});
+  EXPECT_THAT(md, HasSubstr("- " + t.footer[0].text + "\n"));
+  EXPECT_THAT(md, HasSubstr("- " + t.footer[1].text + ": **FAILED**\n"));
+  EXPECT_THAT(md, HasSubstr("- " + t.footer[2].text + ": **OK**\n"));
+  const std::string html = render_html({compare, run});
+  EXPECT_THAT(html, HasSubstr("class=\"verdict failed\">" + html_escape(t.footer[1].text) + ": <b>FAILED</b></td>"));
+  EXPECT_THAT(html, HasSubstr("class=\"verdict ok\">" + html_escape(t.footer[2].text) + ": <b>OK</b></td>"));
+}
+
+TEST(Fidelity, ComputedOnceIntoTheTable) {
+  const ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
+  const ComparisonTable t = build_comparison({testing::fixture("simulate_1f1b_2r_3mb.json"), run});
+  ASSERT_EQ(t.fidelity.size(), 1u);
+  EXPECT_EQ(t.fidelity[0].input->name, run.name);
+  EXPECT_EQ(t.fidelity[0].schedule, "1f1b");
+  EXPECT_EQ(t.fidelity[0].makespan_error, "-3.76");
+  EXPECT_EQ(t.fidelity[0].bubble_predicted, "25.50");
+  EXPECT_EQ(t.fidelity[0].bubble_measured, "25.48");
+  EXPECT_TRUE(t.fidelity[0].within);
+}
+
+// load() rejects a run without its comparison figures; an input built by hand that still lacks
+// one must fail the verdict. A run without makespan_error used to count as within the thresholds.
+TEST(Fidelity, MissingFigureIsNeverWithin) {
+  for (const char* key : {"makespan_error", "bubble_predicted", "bubble_measured"}) {
+    ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
+    run.schedules[0].comparison.erase(key);
+    const ComparisonTable t = build_comparison({run});
+    ASSERT_EQ(t.fidelity.size(), 1u) << key;
+    EXPECT_FALSE(t.fidelity[0].within) << key;
+    ASSERT_EQ(t.footer.size(), 3u);
+    EXPECT_FALSE(t.footer[2].ok) << key;
+    EXPECT_THAT(t.footer[2].text, HasSubstr("0 of 1 runs within")) << key;
+  }
+  ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
+  run.schedules[0].comparison = nullptr;
+  const ComparisonTable t = build_comparison({run});
+  ASSERT_EQ(t.fidelity.size(), 1u);
+  EXPECT_FALSE(t.fidelity[0].within);
+  EXPECT_EQ(t.fidelity[0].makespan_error, "-");
+  EXPECT_EQ(t.fidelity[0].bubble_predicted, "-");
+  EXPECT_EQ(t.fidelity[0].bubble_measured, "-");
+}
+
+TEST(Fidelity, ThresholdsDecide) {
+  ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
+  run.schedules[0].comparison["makespan_error"] = 0.051;
+  EXPECT_FALSE(build_comparison({run}).fidelity[0].within);
+  run.schedules[0].comparison["makespan_error"] = -0.05;
+  EXPECT_TRUE(build_comparison({run}).fidelity[0].within);
+  run.schedules[0].comparison["bubble_measured"] = 0.2;  // predicted 0.255
+  EXPECT_FALSE(build_comparison({run}).fidelity[0].within);
+}
+
+TEST(Config, NameAndGpus) {
+  EXPECT_EQ(config_name(json{{"gpu", {{"name", "h100"}}}}, "gpu"), "h100");
+  EXPECT_EQ(config_name(json{{"gpu", "b200"}}, "gpu"), "b200");
+  EXPECT_EQ(config_name(json{{"gpu", 3}}, "gpu"), "");
+  EXPECT_EQ(config_name(json::object(), "model"), "");
+  EXPECT_EQ(config_gpus(json{{"parallel", {{"gpus", 16}, {"world", 8}}}}), "16");
+  EXPECT_EQ(config_gpus(json{{"parallel", {{"world", 8}}}}), "8");
+  EXPECT_EQ(config_gpus(json{{"parallel", json::object()}}), "");
+}
+
+TEST(InputLabels, OneScheme) {
+  EXPECT_THAT(input_labels({"h100", "b200"}), ElementsAre("h100", "b200"));
+  EXPECT_THAT(input_labels({""}), ElementsAre("result"));
+  EXPECT_THAT(input_labels({"", "", ""}), ElementsAre("result 1", "result 2", "result 3"));
+  EXPECT_THAT(input_labels({"", "named"}), ElementsAre("result 1", "named"));
+  // Repeated names fall back: to the given fallbacks, else "result N".
+  EXPECT_THAT(input_labels({"result", "other", "result"}, {"a/result.json", "b/other.json", "c/result.json"}),
+              ElementsAre("a/result.json", "other", "c/result.json"));
+  EXPECT_THAT(input_labels({"x", "x"}), ElementsAre("result 1", "result 2"));
+  EXPECT_THAT(input_labels({"x", "x"}, {"p"}), ElementsAre("p", "result 2"));
+  EXPECT_TRUE(input_labels({}).empty());
+}
+
+TEST(InputLabels, WriteReportUsesThem) {
+  const json c = compare_json();
+  const std::string out = std::string(PIPELAB_BINARY_DIR) + "/test-artifacts/labels/two.csv";
+  write_report({c, c}, out, "", {"same", "same"});
+  std::string text = read_text(out);
+  EXPECT_THAT(text, HasSubstr("\nresult 1,compare,gpipe"));
+  EXPECT_THAT(text, HasSubstr("\nresult 2,compare,gpipe"));
+  write_report({c, c}, out, "", {"h100"});
+  text = read_text(out);
+  EXPECT_THAT(text, HasSubstr("\nh100,compare,gpipe"));
+  EXPECT_THAT(text, HasSubstr("\nresult 2,compare,gpipe"));
+}
+
+}  // namespace
+}  // namespace pipelab::reports
