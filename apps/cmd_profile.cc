@@ -1,6 +1,7 @@
 // `pipelab profile`: measures the mock model's per-layer and per-stage F, I, W, B and F&B times
 // (median of repeats after warm-up) and the P2P latency/bandwidth of a transport, and writes the
 // profile JSON the simulator's profiled cost model reads (docs/runtime.md).
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
@@ -89,29 +90,23 @@ void add_profile_command(CLI::App& root, int& exit_code) {
     o.warmup = *warmup;
     o.core = 0;
     o.concurrency = *concurrency;
-    const std::vector<std::int64_t> sizes = runtime::p2p_sizes(model->activation_bytes());
+    runtime::P2PProfileOptions p2p;
+    p2p.repeats = std::max(20, *repeats);
     MeasuredProfile p;
     if (*transport == "mpi") {
       runtime::MpiSession mpi;
       if (mpi.size() < 2) throw InputError("profile --transport mpi: start it with mpirun -np 2 (or more)");
       const PipelineShape shape = make_shape(mpi.size(), mpi.size(), 1, Placement::Loop);
-      auto t = mpi.transport(shape);
-      runtime::BufferPool pool(std::make_shared<runtime::HostMemory>());
+      p2p.transport = [&mpi, &shape] { return mpi.transport(shape); };
       // Every process measures at the same time on its own core (the load of a run); rank 0's
       // numbers are kept.
-      o.concurrency = 1;
-      o.core = mpi.size() <= runtime::hardware_cores() ? mpi.rank() : -1;
-      t->barrier(std::chrono::hours(1));
-      p = runtime::measure_compute(o);
-      t->barrier(std::chrono::hours(1));
-      p.p2p = runtime::measure_p2p(*t, pool, sizes, std::max(10, *repeats), std::chrono::seconds(60));
+      p = runtime::measure_profile(o, p2p);
       if (mpi.rank() != 0) {
         exit_code = 0;
         return;
       }
     } else {
-      p = runtime::measure_compute(o);
-      p.p2p = runtime::measure_inproc_p2p(sizes, std::max(20, *repeats));
+      p = runtime::measure_profile(o, p2p);
     }
     save_measured_profile(p, *out);
     print_profile(std::cout, p);

@@ -16,7 +16,6 @@
 #include "pipelab/kernels/blas.h"
 #include "pipelab/profiles/measured_profile.h"
 #include "pipelab/reports/write.h"
-#include "pipelab/runtime/cpu_backend.h"
 #include "pipelab/runtime/gradients.h"
 #include "pipelab/runtime/machine.h"
 #include "pipelab/runtime/mpi_transport.h"
@@ -98,30 +97,10 @@ json side_json(const Side& s, std::int64_t tokens, std::int64_t capacity, const 
     oom = oom || (capacity > 0 && fixed + act > capacity);
     ranks.push_back(rank_json(r, s.metrics.ranks[r], fixed, act));
   }
-  json out = {{"summary",
-               {{"makespan_ns", s.metrics.makespan_ns},
-                {"bubble_ratio", s.metrics.bubble_ratio},
-                {"tflops_per_gpu", tp.tflops_per_gpu},
-                {"mfu", tp.mfu},
-                {"tokens_per_s_per_gpu", tp.tokens_per_s_per_gpu},
-                {"peak_memory_bytes", peaks},
-                {"exposed_comm_ns", s.metrics.exposed_comm_ns},
-                {"memory_capacity_bytes", capacity},
-                {"oom", oom},
-                {"model_flops", s.model_flops},
-                {"tokens_per_iteration", tokens}}},
+  json out = {{"summary", summary_json(s.metrics, tp, peaks, capacity, oom, s.model_flops, tokens)},
               {"ranks", std::move(ranks)},
               {"timeline", timeline_to_json(s.timeline)}};
-  if (memory != nullptr) {
-    json series = json::array();
-    for (std::size_t r = 0; r < memory->size(); ++r) {
-      const std::int64_t fixed = r < s.static_bytes.size() ? s.static_bytes[r] : 0;
-      json samples = json::array({{0, fixed}});
-      for (const sim::MemorySample& m : (*memory)[r]) samples.push_back({m.time_ns, fixed + m.bytes});
-      series.push_back({{"rank", r}, {"samples", std::move(samples)}});
-    }
-    out["memory"] = std::move(series);
-  }
+  if (memory != nullptr) out["memory"] = memory_json(s.static_bytes, *memory);
   return out;
 }
 
@@ -265,8 +244,11 @@ void add_run_command(CLI::App& root, int& exit_code) {
                                                           : runtime::WaitPolicy::Auto;
     const auto timeout = std::chrono::milliseconds(f->timeout_ms);
 
+    // With MPI every process runs this; each makes its transports from the session when it needs
+    // them (runtime::measure_profile and runtime::run_cpu_distributed own them, each destroying its
+    // transport before the buffer pool the transport's messages use).
     std::unique_ptr<runtime::MpiSession> mpi;
-    std::unique_ptr<runtime::Transport> transport;
+    runtime::TransportFactory make_transport;
     int rank = 0;
     if (f->transport == "mpi") {
       mpi = std::make_unique<runtime::MpiSession>();
@@ -275,7 +257,7 @@ void add_run_command(CLI::App& root, int& exit_code) {
                           " MPI processes run (mpirun -np " + std::to_string(P) + ")");
       }
       rank = mpi->rank();
-      transport = mpi->transport(shape, wait);
+      make_transport = [&mpi, &shape, wait] { return mpi->transport(shape, wait); };
     }
 
     // Step 2: the profile the prediction uses (given, or measured now on this machine).
@@ -287,7 +269,6 @@ void add_run_command(CLI::App& root, int& exit_code) {
     po.warmup = 3;
     po.core = f->no_pin ? -1 : 0;
     po.concurrency = std::min(P, cores);
-    const std::vector<std::int64_t> sizes = runtime::p2p_sizes(model->activation_bytes());
     if (!f->profile.empty()) {
       profile = load_measured_profile(f->profile);
       check_profile_matches(profile, *model, f->profile, warnings);
@@ -299,19 +280,13 @@ void add_run_command(CLI::App& root, int& exit_code) {
       }
     } else {
       profile_source = "measured before the run";
-      if (transport) {
-        // Every process measures at the same time on its own core; rank 0's numbers are kept.
-        po.concurrency = 1;
-        po.core = P <= cores && !f->no_pin ? rank : -1;
-        transport->barrier(std::chrono::hours(1));
-        profile = runtime::measure_compute(po);
-        transport->barrier(std::chrono::hours(1));
-        runtime::BufferPool pool(std::make_shared<runtime::HostMemory>());
-        profile.p2p = runtime::measure_p2p(*transport, pool, sizes, 20, timeout);
-      } else {
-        profile = runtime::measure_compute(po);
-        if (P > 1) profile.p2p = runtime::measure_inproc_p2p(sizes, 20, wait);
-      }
+      runtime::P2PProfileOptions p2p;
+      p2p.enabled = P > 1;
+      p2p.repeats = std::max(20, f->profile_repeats);
+      p2p.timeout = timeout;
+      p2p.wait = wait;
+      p2p.transport = make_transport;
+      profile = runtime::measure_profile(po, p2p);  // with MPI: rank 0's numbers
       if (!f->save_profile.empty() && rank == 0) save_measured_profile(profile, f->save_profile);
     }
 
@@ -328,10 +303,8 @@ void add_run_command(CLI::App& root, int& exit_code) {
     ro.wait = wait;
     ro.collect_gradients = f->check_gradients;
     runtime::RunResult measured;
-    if (transport) {
-      if (!f->no_pin && P <= cores) runtime::pin_current_thread(rank);
-      runtime::CpuBackend backend(*model, shape, rank);
-      measured = runtime::run_distributed(lowered, backend, *transport, ro);
+    if (mpi) {
+      measured = runtime::run_cpu_distributed(lowered, *model, make_transport, ro);
       if (rank != 0) {
         exit_code = 0;
         return;
@@ -426,7 +399,7 @@ void add_run_command(CLI::App& root, int& exit_code) {
         {"wait", f->wait},
         {"warnings", warnings}};
 
-    json result = {{"format", "pipelab.result"}, {"version", 1}, {"kind", "run"}, {"config", std::move(config)}};
+    json result = {{"format", "pipelab.result"}, {"version", kResultVersion}, {"kind", "run"}, {"config", std::move(config)}};
     result["measured"] = side_json(meas, tokens, capacity, nullptr);
     result["predicted"] = side_json(pred, tokens, capacity, &predicted.memory);
     result["comparison"] = std::move(comparison);

@@ -28,38 +28,54 @@ nlohmann::json rank_json(std::size_t rank, const RankMetrics& m, std::int64_t st
           {"peak_memory_bytes", static_bytes + peak_activation_bytes}};
 }
 
-nlohmann::json outcome_json(const sim::SimulationOutcome& o) {
-  nlohmann::json summary = {{"makespan_ns", o.metrics.makespan_ns},
-                            {"bubble_ratio", o.metrics.bubble_ratio},
-                            {"tflops_per_gpu", o.throughput.tflops_per_gpu},
-                            {"mfu", o.throughput.mfu},
-                            {"tokens_per_s_per_gpu", o.throughput.tokens_per_s_per_gpu},
-                            {"peak_memory_bytes", o.peak_memory_bytes},
-                            {"exposed_comm_ns", o.metrics.exposed_comm_ns},
-                            {"memory_capacity_bytes", o.memory_capacity_bytes},
-                            {"oom", o.oom},
-                            {"model_flops", o.model_flops},
-                            {"tokens_per_iteration", o.tokens_per_iteration}};
-  nlohmann::json ranks = nlohmann::json::array();
+nlohmann::json summary_json(const TimelineMetrics& metrics, const Throughput& throughput,
+                            const std::vector<std::int64_t>& peak_memory_bytes, std::int64_t memory_capacity_bytes, bool oom,
+                            double model_flops, std::int64_t tokens_per_iteration) {
+  return {{"makespan_ns", metrics.makespan_ns},
+          {"bubble_ratio", metrics.bubble_ratio},
+          {"tflops_per_gpu", throughput.tflops_per_gpu},
+          {"mfu", throughput.mfu},
+          {"tokens_per_s_per_gpu", throughput.tokens_per_s_per_gpu},
+          {"peak_memory_bytes", peak_memory_bytes},
+          {"exposed_comm_ns", metrics.exposed_comm_ns},
+          {"memory_capacity_bytes", memory_capacity_bytes},
+          {"oom", oom},
+          {"model_flops", model_flops},
+          {"tokens_per_iteration", tokens_per_iteration}};
+}
+
+nlohmann::json memory_json(const std::vector<std::int64_t>& static_bytes,
+                           const std::vector<std::vector<sim::MemorySample>>& activation_samples) {
   nlohmann::json memory = nlohmann::json::array();
+  for (std::size_t r = 0; r < activation_samples.size(); ++r) {
+    const std::int64_t fixed = r < static_bytes.size() ? static_bytes[r] : 0;
+    nlohmann::json samples = nlohmann::json::array({{0, fixed}});
+    for (const sim::MemorySample& s : activation_samples[r]) samples.push_back({s.time_ns, fixed + s.bytes});
+    memory.push_back({{"rank", r}, {"samples", std::move(samples)}});
+  }
+  return memory;
+}
+
+nlohmann::json outcome_json(const sim::SimulationOutcome& o) {
+  nlohmann::json ranks = nlohmann::json::array();
+  std::vector<std::int64_t> static_bytes;
   for (std::size_t r = 0; r < o.metrics.ranks.size(); ++r) {
     const std::int64_t fixed = o.static_memory[r].total();
+    static_bytes.push_back(fixed);
     nlohmann::json rank = rank_json(r, o.metrics.ranks[r], fixed, o.result.peak_activation_bytes[r]);
     rank["params_bytes"] = o.static_memory[r].params_bytes;
     rank["grads_bytes"] = o.static_memory[r].grads_bytes;
     rank["optimizer_bytes"] = o.static_memory[r].optimizer_bytes;
     ranks.push_back(std::move(rank));
-    nlohmann::json samples = nlohmann::json::array({{0, fixed}});
-    for (const auto& s : o.result.memory[r]) samples.push_back({s.time_ns, fixed + s.bytes});
-    memory.push_back({{"rank", r}, {"samples", std::move(samples)}});
   }
   return {{"schedule", o.schedule},
           {"vp", o.config.vp},
           {"warnings", o.warnings},
-          {"summary", std::move(summary)},
+          {"summary", summary_json(o.metrics, o.throughput, o.peak_memory_bytes, o.memory_capacity_bytes, o.oom, o.model_flops,
+                                   o.tokens_per_iteration)},
           {"ranks", std::move(ranks)},
           {"timeline", timeline_to_json(o.result.timeline)},
-          {"memory", std::move(memory)}};
+          {"memory", memory_json(static_bytes, o.result.memory)}};
 }
 
 nlohmann::json simulate_result(const nlohmann::json& config, const sim::SimulationOutcome& outcome) {

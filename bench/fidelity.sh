@@ -11,6 +11,8 @@
 # 1.00 means the machine ran slower or faster than when it was profiled (other load, clock drift), not
 # a modelling error. Run it on an otherwise idle machine: the measurement needs one core per rank.
 set -euo pipefail
+# (Arrays that may be empty expand as ${arr[@]+"${arr[@]}"}: bash < 4.4 treats "${arr[@]}" of an
+# empty array as unset under set -u.)
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 pipelab="${PIPELAB:-$root/build/apps/pipelab}"
@@ -42,16 +44,20 @@ if [[ "$transport" == mpi ]]; then
   launch=(mpirun -np 2 --allow-run-as-root --oversubscribe --bind-to none)
 fi
 
-# One number from the result JSON (keys are unique in the "comparison" object).
-field() { grep -o "\"$2\": *[-0-9.eE+]*" "$1" | head -1 | sed 's/.*: *//'; }
+# One number of the result JSON's "comparison" object (parsed as JSON, whatever its layout).
+field() {
+  python3 -c 'import json, sys; print(repr(float(json.load(open(sys.argv[1]))["comparison"][sys.argv[2]])))' "$1" "$2"
+}
 # The per-rank ratios of "compute_time_ratio": the one farthest from 1.
 worst_ratio() {
-  tr -d ' \n' < "$1" | grep -o '"compute_time_ratio":\[[^]]*\]' | sed 's/.*\[//; s/\]//' | tr ',' '\n' |
-    awk 'BEGIN { w = 1 } { d = $1 - 1; if (d < 0) d = -d; e = w - 1; if (e < 0) e = -e; if (d > e) w = $1 } END { printf "%.3f", w }'
+  python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["comparison"]["compute_time_ratio"]
+print("%.3f" % max(r, key=lambda x: abs(x - 1), default=1.0))' "$1"
 }
 
 echo "# profiling once: $out/profile.json"
-"${launch[@]}" "$pipelab" profile --backend cpu --transport "$transport" --out "$out/profile.json" "${extra[@]}" > "$out/profile.txt"
+${launch[@]+"${launch[@]}"} "$pipelab" profile --backend cpu --transport "$transport" --out "$out/profile.json" \
+  ${extra[@]+"${extra[@]}"} > "$out/profile.txt"
 sed 's/^/#   /' "$out/profile.txt"
 
 printf '# %-17s %12s %12s %9s %16s %8s  %s\n' schedule predicted measured error "bubble pred/meas" compute check
@@ -59,9 +65,9 @@ printf '# %-17s %12s %12s %9s %16s %8s\n' "" "(ms)" "(ms)" "(%)" "(ratio)" "(x)"
 failed=0
 for s in "${schedules[@]}"; do
   json="$out/run-$s.json"
-  if ! "${launch[@]}" "$pipelab" run --backend cpu --transport "$transport" --schedule "$s" --pp 2 \
+  if ! ${launch[@]+"${launch[@]}"} "$pipelab" run --backend cpu --transport "$transport" --schedule "$s" --pp 2 \
        --microbatches "$microbatches" --iterations "$iterations" --warmup "$warmup" --profile "$out/profile.json" \
-       --json "$json" "${extra[@]}" > "$out/run-$s.txt" 2>&1; then
+       --json "$json" ${extra[@]+"${extra[@]}"} > "$out/run-$s.txt" 2>&1; then
     printf '  %-17s run failed: see %s\n' "$s" "$out/run-$s.txt"
     failed=$((failed + 1))
     continue

@@ -1,6 +1,7 @@
 // Pooled buffers; see buffer.h.
 #include "pipelab/runtime/buffer.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 
@@ -29,6 +30,15 @@ BufferPool::BufferPool(std::shared_ptr<MemoryResource> memory) : memory_(std::mo
 }
 
 BufferPool::~BufferPool() {
+  if (outstanding_ != 0) {
+    // A buffer still alive would later return its memory into this destroyed pool (a use after
+    // free that corrupts the heap far from its cause): stop here, naming the cause instead.
+    std::fprintf(stderr,
+                 "pipelab: fatal: a BufferPool was destroyed while %lld of its buffers were alive; the pool must "
+                 "outlive every buffer (destroy transports and executors before the backend that owns the pool)\n",
+                 static_cast<long long>(outstanding_));
+    std::abort();
+  }
   for (auto& [bytes, list] : free_) {
     for (void* p : list) memory_->deallocate(p, bytes);
   }

@@ -13,6 +13,16 @@
 
 namespace pipelab::runtime {
 
+namespace {
+
+// The message a SEND/RECV action moves, keyed like the transports key it: by its RECV's stage.
+MessageKey message_of(const Action& p2p) {
+  const Action recv = (p2p.op == Op::RecvF || p2p.op == Op::RecvB) ? p2p : matching_p2p(p2p);
+  return MessageKey{recv.op == Op::RecvF ? Direction::Forward : Direction::Backward, recv.stage, recv.mb};
+}
+
+}  // namespace
+
 struct RankExecutor::Impl {
   const Schedule& schedule;
   const PipelineShape& shape;
@@ -27,14 +37,21 @@ struct RankExecutor::Impl {
 
   // Per iteration, indexed by SignalIndex: done[] = signal holds on this rank; held[] = the buffer
   // a completed action left for its consumer (Forward: the activation, InputGrad: the input
-  // gradient, WeightGrad: at a chain's last stage, the loss gradient waiting for its I/B).
+  // gradient). The loss gradient an F at a chain's last stage leaves for its I/B has its own slot
+  // per (stage, mb) in loss_grad[].
   std::vector<std::uint8_t> done;
   std::vector<Buffer> held;
+  std::vector<Buffer> loss_grad;            // per (stage, mb): stage * microbatches + mb
   std::vector<Buffer> inputs;               // per microbatch: loaded input of a first stage
   std::vector<std::uint8_t> posted;         // per message: RECV posted, not yet consumed
   std::vector<std::int32_t> send_event;     // per message: index of its Send event, -1 if none
   std::vector<double> flops;                // per list position
   std::vector<TimelineEvent> events;
+  std::size_t event_capacity = 0;
+  // Activation-sized buffers this rank holds between actions (outputs waiting for their SEND or
+  // local consumer, received data waiting for its consumer). A loaded input counts from the moment
+  // its F consumes it, so the peak means what the simulator's activation memory means: the memory
+  // of microbatches in progress.
   std::int64_t live_buffers = 0;
   Clock::time_point epoch;
 
@@ -51,15 +68,15 @@ struct RankExecutor::Impl {
         act_bytes(static_cast<std::int64_t>(b.activation_bytes())) {
     done.assign(signals.size(), 0);
     held.resize(signals.size());
+    loss_grad.resize(static_cast<std::size_t>(shape.stages) * static_cast<std::size_t>(shape.microbatches));
     inputs.resize(static_cast<std::size_t>(shape.microbatches));
     posted.assign(messages.size(), 0);
     send_event.assign(messages.size(), -1);
-    std::size_t count = 0;
     for (const Slot& slot : list) {
       flops.push_back(slot ? backend.flops(*slot) : 0.0);
-      if (slot) count += 2;  // an action and, for a consumer of a message, its RECV event
+      if (slot) event_capacity += 2;  // an action and, for a consumer of a message, its RECV event
     }
-    events.reserve(count);
+    events.reserve(event_capacity);
   }
 
   std::int64_t now() const { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch).count(); }
@@ -68,8 +85,11 @@ struct RankExecutor::Impl {
     return "rank " + std::to_string(rank) + " at position " + std::to_string(pos) + " (" + to_string(a) + ")";
   }
 
+  static std::string at(int stage, int mb) { return "(stage " + std::to_string(stage) + ", mb " + std::to_string(mb) + ")"; }
+
   // ---- data movement ---------------------------------------------------------------------------
 
+  // The buffer a completed F (Forward) or I/B (InputGrad) left for its consumer.
   Buffer take(const SignalKey& k, std::size_t pos, const Action& a) {
     Buffer& b = held[signals(k)];
     if (!b) {
@@ -79,19 +99,32 @@ struct RankExecutor::Impl {
     return std::move(b);
   }
 
-  void put(const SignalKey& k, Buffer b) {
-    Buffer& slot = held[signals(k)];
-    slot = std::move(b);
+  void put(const SignalKey& k, Buffer b) { held[signals(k)] = std::move(b); }
+
+  Buffer& loss_grad_slot(int stage, int mb) {
+    return loss_grad[static_cast<std::size_t>(stage) * static_cast<std::size_t>(shape.microbatches) + static_cast<std::size_t>(mb)];
+  }
+
+  // The loss gradient F(stage, mb) left at a chain's last stage, for its I or B.
+  Buffer take_loss_grad(int stage, int mb, std::size_t pos, const Action& a) {
+    Buffer& b = loss_grad_slot(stage, mb);
+    if (!b) {
+      const bool consumed = done[signals({Signal::InputGrad, stage, mb})] != 0;
+      throw ScheduleError(where(pos, a) + ": needs the loss gradient of " + at(stage, mb) + ", which " +
+                          (consumed ? "an earlier I/B of it already consumed"
+                                    : "F(" + std::to_string(stage) + ", mb " + std::to_string(mb) + ") has not produced yet"));
+    }
+    return std::move(b);
   }
 
   // Waits for the message that satisfies SENT_F/SENT_B `k` and records its receive.
   Buffer receive(const SignalKey& k, std::size_t pos, const Action& a) {
-    const bool fwd = k.signal == Signal::SentF;
-    const MessageKey key{fwd ? Direction::Forward : Direction::Backward, fwd ? k.stage + 1 : k.stage - 1, k.mb};
+    const Action recv = matching_p2p(Action::make(k.signal == Signal::SentF ? Op::SendF : Op::SendB, k.stage, k.mb));
+    const MessageKey key = message_of(recv);
     const std::size_t m = messages(key);
     if (!posted[m]) {
       throw ScheduleError(where(pos, a) + ": needs the " + describe(key) + " from rank " + std::to_string(shape.rank_of(k.stage)) +
-                          ", but no " + (fwd ? "RECV_F" : "RECV_B") + " for it was posted earlier on this rank");
+                          ", but no " + std::string(op_name(recv.op)) + " for it was posted earlier on this rank");
     }
     std::optional<Received> r = transport.wait_recv(key, options.timeout);
     if (!r) {
@@ -102,8 +135,7 @@ struct RankExecutor::Impl {
     ++live_buffers;
     const std::int64_t end = std::max<std::int64_t>(r->arrived_ns, 0);
     const std::int64_t start = r->sent_ns >= 0 ? std::min(r->sent_ns, end) : end;
-    events.push_back(TimelineEvent{Action::make(fwd ? Op::RecvF : Op::RecvB, key.stage, key.mb), Stream::Recv, start, end,
-                                   static_cast<std::int64_t>(r->buffer.bytes()), 0});
+    events.push_back(TimelineEvent{recv, Stream::Recv, start, end, static_cast<std::int64_t>(r->buffer.bytes()), 0});
     return std::move(r->buffer);
   }
 
@@ -133,8 +165,9 @@ struct RankExecutor::Impl {
       Buffer& in = inputs[static_cast<std::size_t>(half.mb)];
       if (!in) throw ScheduleError(where(pos, unit) + ": the input of microbatch " + std::to_string(half.mb) + " was already consumed");
       operand = std::move(in);
+      ++live_buffers;  // from here on it is this microbatch's activation
     } else if ((half.op == Op::I || half.op == Op::B) && shape.last_in_chain(half.stage)) {
-      operand = take({Signal::WeightGrad, half.stage, half.mb}, pos, unit);  // the loss gradient
+      operand = take_loss_grad(half.stage, half.mb, pos, unit);
     }
     return operand;
   }
@@ -147,7 +180,7 @@ struct RankExecutor::Impl {
         backend.forward(half.stage, half.mb, operand);
         if (shape.last_in_chain(half.stage)) {
           loss = backend.loss(half.stage, half.mb, operand);
-          put({Signal::WeightGrad, half.stage, half.mb}, std::move(operand));
+          loss_grad_slot(half.stage, half.mb) = std::move(operand);
         } else {
           put({Signal::Forward, half.stage, half.mb}, std::move(operand));
         }
@@ -174,38 +207,39 @@ struct RankExecutor::Impl {
   }
 
   void post_send(const Action& a, std::size_t pos) {
-    const bool fwd = a.op == Op::SendF;
     for (const SignalKey& k : prerequisites(a, shape, CommMode::Explicit)) {
       if (!done[signals(k)]) throw ScheduleError(where(pos, a) + ": sends data of " + describe(k) + ", which has not run on this rank");
     }
-    Buffer data = take({fwd ? Signal::Forward : Signal::InputGrad, a.stage, a.mb}, pos, a);
-    const int peer_stage = fwd ? a.stage + 1 : a.stage - 1;
-    if (peer_stage < 0 || peer_stage >= shape.stages) throw ScheduleError(where(pos, a) + ": no stage to send to");
-    const MessageKey key{fwd ? Direction::Forward : Direction::Backward, peer_stage, a.mb};
+    if (p2p_past_chain_end(a, shape)) throw ScheduleError(where(pos, a) + ": no stage to send to");
+    Buffer data = take({a.op == Op::SendF ? Signal::Forward : Signal::InputGrad, a.stage, a.mb}, pos, a);
+    const MessageKey key = message_of(a);
     const std::int64_t t = now();
     send_event[messages(key)] = static_cast<std::int32_t>(events.size());
     events.push_back(TimelineEvent{a, Stream::Send, t, t, static_cast<std::int64_t>(data.bytes()), 0});
     --live_buffers;
-    transport.isend(shape.rank_of(peer_stage), key, std::move(data), t);
+    transport.isend(shape.rank_of(peer_stage(a)), key, std::move(data), t);
     for (const SignalKey& k : completions(a)) done[signals(k)] = 1;
   }
 
   void post_recv(const Action& a, std::size_t pos) {
-    const bool fwd = a.op == Op::RecvF;
-    const int peer_stage = fwd ? a.stage - 1 : a.stage + 1;
-    if (peer_stage < 0 || peer_stage >= shape.stages) throw ScheduleError(where(pos, a) + ": no stage to receive from");
-    const MessageKey key{fwd ? Direction::Forward : Direction::Backward, a.stage, a.mb};
+    if (p2p_past_chain_end(a, shape)) throw ScheduleError(where(pos, a) + ": no stage to receive from");
+    const MessageKey key = message_of(a);
     if (posted[messages(key)]) throw ScheduleError(where(pos, a) + ": the " + describe(key) + " is already posted");
-    transport.irecv(shape.rank_of(peer_stage), key, static_cast<std::size_t>(act_bytes), backend.pool());
+    transport.irecv(shape.rank_of(peer_stage(a)), key, static_cast<std::size_t>(act_bytes), backend.pool());
     posted[messages(key)] = 1;
   }
 
   // ---- one iteration ---------------------------------------------------------------------------
 
+  // Also frees whatever an iteration run without the state check left behind, so it cannot be
+  // mistaken for this iteration's data.
   void reset_iteration() {
     std::fill(done.begin(), done.end(), 0);
     std::fill(posted.begin(), posted.end(), 0);
     std::fill(send_event.begin(), send_event.end(), -1);
+    for (Buffer& b : held) b.reset();
+    for (Buffer& b : loss_grad) b.reset();
+    for (Buffer& b : inputs) b.reset();
     events.clear();
     live_buffers = 0;
   }
@@ -218,8 +252,7 @@ struct RankExecutor::Impl {
       if (f.op == Op::F && shape.first_in_chain(f.stage) && !inputs[static_cast<std::size_t>(f.mb)]) {
         Buffer b = backend.pool().acquire(static_cast<std::size_t>(act_bytes));
         backend.load_input(f.mb, b);
-        inputs[static_cast<std::size_t>(f.mb)] = std::move(b);
-        ++live_buffers;
+        inputs[static_cast<std::size_t>(f.mb)] = std::move(b);  // counted in live_buffers once its F consumes it
       }
     }
   }
@@ -236,11 +269,14 @@ struct RankExecutor::Impl {
       if (options.before_action) options.before_action(rank, pos, a);
       try {
         step(a, pos, rec);
+      } catch (const PeerAborted&) {
+        throw;  // carries the failing rank's own message
+      } catch (const WatchdogTimeout&) {
+        throw;  // names this rank and action already
       } catch (const ScheduleError&) {
-        throw;
-      } catch (const ExecutionError&) {
-        throw;
+        throw;  // names this rank and action already
       } catch (const std::exception& e) {
+        // Backend and transport errors (ExecutionError included) get the rank, position and action.
         throw ExecutionError(where(pos, a) + ": " + e.what());
       }
       transport.progress();
@@ -252,7 +288,8 @@ struct RankExecutor::Impl {
     }
     if (options.check_state) check_leftovers();
     std::stable_sort(events.begin(), events.end(), [](const TimelineEvent& x, const TimelineEvent& y) { return x.start_ns < y.start_ns; });
-    rec.events = events;
+    rec.events.swap(events);  // the record takes this iteration's events; the next gets fresh storage
+    events.reserve(event_capacity);
     return rec;
   }
 
@@ -285,14 +322,14 @@ struct RankExecutor::Impl {
     events.push_back(TimelineEvent{a, Stream::Compute, start, end, 0, flops[pos]});
   }
 
+  // Strings are built only for what is left over: the common, clean iteration allocates nothing.
   void check_leftovers() {
     std::vector<std::string> left = backend.held_state();
     for (int s = 0; s < shape.stages; ++s) {
       for (int mb = 0; mb < shape.microbatches; ++mb) {
-        const std::string at = "(stage " + std::to_string(s) + ", mb " + std::to_string(mb) + ")";
-        if (held[signals({Signal::Forward, s, mb})]) left.push_back(at + ": activation never sent or consumed");
-        if (held[signals({Signal::InputGrad, s, mb})]) left.push_back(at + ": input gradient never sent or consumed");
-        if (held[signals({Signal::WeightGrad, s, mb})]) left.push_back(at + ": loss gradient never consumed");
+        if (held[signals({Signal::Forward, s, mb})]) left.push_back(at(s, mb) + ": activation never sent or consumed");
+        if (held[signals({Signal::InputGrad, s, mb})]) left.push_back(at(s, mb) + ": input gradient never sent or consumed");
+        if (loss_grad_slot(s, mb)) left.push_back(at(s, mb) + ": loss gradient never consumed");
         for (Direction d : {Direction::Forward, Direction::Backward}) {
           if (posted[messages({d, s, mb})]) left.push_back("posted receive of the " + describe(MessageKey{d, s, mb}) + " never consumed");
         }
@@ -311,6 +348,7 @@ struct RankExecutor::Impl {
   // Frees everything an interrupted iteration holds.
   void cleanup() noexcept {
     for (Buffer& b : held) b.reset();
+    for (Buffer& b : loss_grad) b.reset();
     for (Buffer& b : inputs) b.reset();
     std::fill(posted.begin(), posted.end(), 0);
     transport.cancel_all();

@@ -44,13 +44,11 @@ struct InprocWorld::State {
 
   // Collectives.
   std::vector<std::vector<std::byte>> gathered;
-  std::vector<int> failed;
 
   State(const PipelineShape& shape, WaitPolicy wait, int cores)
       : ranks(shape.ranks), index(shape), policy(detail::resolve(wait, shape.ranks, cores > 0 ? cores : hardware_cores())) {
     for (int r = 0; r < ranks; ++r) mail.push_back(std::make_unique<MailSlot[]>(index.size()));
     gathered.resize(static_cast<std::size_t>(ranks));
-    failed.assign(static_cast<std::size_t>(ranks), 0);
   }
 
   void probe() const {
@@ -178,7 +176,6 @@ class InprocTransport final : public Transport {
 
   bool any_failed(bool failed, std::chrono::nanoseconds timeout) override {
     if (failed || world_.aborted.load()) return true;
-    world_.failed[static_cast<std::size_t>(rank_)] = 0;
     try {
       world_.barrier(rank_, timeout);
     } catch (const PeerAborted&) {
@@ -213,13 +210,6 @@ InprocWorld::~InprocWorld() = default;
 int InprocWorld::size() const { return state_->ranks; }
 
 Transport& InprocWorld::transport(int rank) { return *state_->endpoints.at(static_cast<std::size_t>(rank)); }
-
-bool InprocWorld::aborted() const { return state_->aborted.load(); }
-
-std::string InprocWorld::first_error() const {
-  std::lock_guard lock(state_->error_mutex);
-  return state_->first_error;
-}
 
 int InprocWorld::first_failed_rank() const {
   std::lock_guard lock(state_->error_mutex);

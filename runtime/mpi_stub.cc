@@ -2,18 +2,9 @@
 #include "pipelab/runtime/errors.h"
 #include "pipelab/runtime/mpi_transport.h"
 
-#include <cstdlib>
-
 namespace pipelab::runtime {
 
 bool mpi_built() { return false; }
-
-bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"}) {
-    if (std::getenv(v) != nullptr) return true;
-  }
-  return false;
-}
 
 MpiSession::MpiSession() {
   throw DeviceError("this pipelab was built without MPI (install libopenmpi-dev and reconfigure with -DPIPELAB_MPI=ON)");

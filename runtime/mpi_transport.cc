@@ -4,11 +4,15 @@
 // (only the rank's main thread calls MPI). Each transport works on its own duplicate of
 // MPI_COMM_WORLD, and its barrier, agreement and gather are point-to-point with their own tags:
 // after a failure, ranks that stopped at different points never mismatch a collective, and
-// messages a failed run left behind cannot reach a later transport.
+// messages a failed run left behind cannot reach a later transport. Memory MPI may still read or
+// write is never freed under it: a receive abandoned after a failure is cancelled and waited for; a
+// send, which cannot be taken back reliably, has its request freed and its storage (header and
+// payload) kept until the transport is destroyed.
 #include <mpi.h>
 
-#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 
 #include "pipelab/runtime/errors.h"
@@ -48,25 +52,44 @@ class MpiTransport final : public Transport {
       throw ConfigError("mpi: the schedule has " + std::to_string(shape.ranks) + " ranks but MPI runs " + std::to_string(size_) +
                         " processes (use mpirun -np " + std::to_string(shape.ranks) + ")");
     }
+    // Tags: 0 abort notices, 2i+1 / 2i+2 the header / payload of message i, then the gather tag and
+    // the control rounds. MPI guarantees only MPI_TAG_UB >= 32767: 2 x stages x microbatches <= 16 374.
     int* tag_ub = nullptr;
     int flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &flag);
-    const long long need = 2LL * static_cast<long long>(index_.size()) + 4 + 4 * kControlSlots;
-    if (flag && tag_ub != nullptr && need > *tag_ub) {
+    const long long overhead = 4LL * kControlSlots + 3;  // gather tag and control rounds above the messages' tags
+    const long long highest = 2LL * static_cast<long long>(index_.size()) + overhead;  // = control_tag(kControlSlots - 1, 3)
+    if (flag && tag_ub != nullptr && highest > *tag_ub) {
+      const long long fits = std::max<long long>(0, (static_cast<long long>(*tag_ub) - overhead) / 2);
       MPI_Comm_free(&comm_);
-      throw ConfigError("mpi: " + std::to_string(index_.size()) + " messages per iteration exceed this MPI's tag range (" +
-                        std::to_string(*tag_ub) + ")");
+      throw ConfigError("mpi: a pipeline of " + std::to_string(shape.stages) + " stages and " + std::to_string(shape.microbatches) +
+                        " microbatches sends " + std::to_string(index_.size()) + " distinct messages per iteration and needs MPI tags up to " +
+                        std::to_string(highest) + ", but this MPI's MPI_TAG_UB is " + std::to_string(*tag_ub) +
+                        ": use fewer stages or microbatches (2 x stages x microbatches must be at most " + std::to_string(fits) + ")");
     }
     // Processes on one host: spin when each has a core (the launcher may have bound each process
     // to one core, so count the node's cores).
     policy_ = detail::resolve(wait, size_, online_cores());
     sends_.reserve(index_.size());
+    pending_sends_.reserve(index_.size());
     completions_.reserve(index_.size());
     pending_recvs_.reserve(index_.size());
   }
 
   ~MpiTransport() override {
     cancel_all();
+    // Abort notices still in flight read abort_text_: free their requests and keep the text.
+    bool pending = false;
+    for (MPI_Request& q : abort_reqs_) {
+      if (q == MPI_REQUEST_NULL) continue;
+      int done = 0;
+      MPI_Test(&q, &done, MPI_STATUS_IGNORE);
+      if (!done) {
+        MPI_Request_free(&q);
+        pending = true;
+      }
+    }
+    if (pending) static_cast<void>(abort_text_.release());  // a deliberate leak of at most 4 kB, once
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
   }
 
@@ -93,9 +116,10 @@ class MpiTransport final : public Transport {
     s.header.sent_ns = now_ns;
     s.header.bytes = static_cast<std::int64_t>(data.bytes());
     s.buffer = std::move(data);
-    sends_.push_back(std::move(s));
+    sends_.push_back(std::move(s));  // never reallocates: reserved for every message of an iteration
     Send& p = sends_.back();
     send_slot_[i] = static_cast<std::int32_t>(sends_.size() - 1);
+    pending_sends_.push_back(sends_.size() - 1);
     check(MPI_Isend(&p.header, sizeof(Header), MPI_BYTE, dst, header_tag(i), comm_, &p.req[0]), "MPI_Isend");
     check(MPI_Isend(p.buffer.data(), static_cast<int>(p.buffer.bytes()), MPI_BYTE, dst, data_tag(i), comm_, &p.req[1]),
           "MPI_Isend");
@@ -142,11 +166,17 @@ class MpiTransport final : public Transport {
   // Tests every outstanding send and posted receive, stamping completions and arrivals: called
   // between actions and while a wait polls, so comm intervals end when the rank could first see them.
   void progress() override {
-    for (Send& s : sends_) {
-      if (s.complete) continue;
+    for (std::size_t k = 0; k < pending_sends_.size();) {
+      Send& s = sends_[pending_sends_[k]];
       int flag = 0;
-      check(MPI_Testall(2, s.req, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
+      if (!s.complete) check(MPI_Testall(2, s.req, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
       if (flag) finish(s);
+      if (s.complete) {
+        pending_sends_[k] = pending_sends_.back();
+        pending_sends_.pop_back();
+      } else {
+        ++k;
+      }
     }
     for (std::size_t k = 0; k < pending_recvs_.size();) {
       Recv& r = recvs_[pending_recvs_[k]];
@@ -176,6 +206,7 @@ class MpiTransport final : public Transport {
       if (!s.complete) finish(s);  // (progress() may have seen it first while the wait polled)
     }
     sends_.clear();
+    pending_sends_.clear();
     std::fill(send_slot_.begin(), send_slot_.end(), -1);
     std::vector<SendCompletion> out;
     out.swap(completions_);
@@ -197,16 +228,32 @@ class MpiTransport final : public Transport {
       r.buffer.reset();
       r.posted = r.done = false;
     }
+    bool abandoned = false;
     for (Send& s : sends_) {
       if (s.complete) continue;
-      // An unmatched send cannot be taken back reliably: let MPI finish it in the background and keep
-      // its memory alive until this transport is destroyed.
+      // An unmatched send cannot be taken back reliably: let MPI finish it in the background.
       for (MPI_Request& q : s.req) {
         if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
       }
-      orphans_.push_back(std::move(s.buffer));
+      abandoned = true;
     }
-    sends_.clear();
+    if (abandoned) {
+      // MPI may still read the header and the payload of those sends: keep every Send record where it
+      // is (moving the vector moves its storage, not the elements) until this transport is destroyed.
+      try {
+        orphans_.push_back(std::move(sends_));
+      } catch (...) {
+        static_cast<void>(new (std::nothrow) std::vector<Send>(std::move(sends_)));  // out of memory: leak, never free
+      }
+      sends_ = std::vector<Send>();
+      try {
+        sends_.reserve(index_.size());
+      } catch (...) {
+      }
+    } else {
+      sends_.clear();
+    }
+    pending_sends_.clear();
     std::fill(send_slot_.begin(), send_slot_.end(), -1);
     completions_.clear();
   }
@@ -229,11 +276,11 @@ class MpiTransport final : public Transport {
     if (aborted_ || !peer_error_.empty()) return;  // already told, or stopped by a peer: no new notice
     aborted_ = true;
     try {
-      abort_text_ = message.substr(0, 4000);
+      abort_text_ = std::make_unique<std::string>(message.substr(0, 4000));
       abort_reqs_.resize(static_cast<std::size_t>(size_), MPI_REQUEST_NULL);
       for (int r = 0; r < size_; ++r) {
         if (r == rank_) continue;
-        MPI_Isend(abort_text_.data(), static_cast<int>(abort_text_.size()), MPI_CHAR, r, kAbortTag, comm_,
+        MPI_Isend(abort_text_->data(), static_cast<int>(abort_text_->size()), MPI_CHAR, r, kAbortTag, comm_,
                   &abort_reqs_[static_cast<std::size_t>(r)]);
       }
     } catch (...) {
@@ -294,52 +341,80 @@ class MpiTransport final : public Transport {
     return static_cast<int>(2 * index_.size() + 4 + 4 * (round % kControlSlots)) + which;
   }
 
+  // The storage of one barrier / agreement round. MPI reads and writes it while its requests are
+  // pending, so it is on the heap, and a round abandoned with a send pending is kept until the
+  // transport is destroyed.
+  struct Round {
+    std::vector<int> values;        // rank 0: the value of every other rank
+    std::vector<MPI_Request> reqs;  // rank 0: receives [0, n), sends [n, 2n); others: send [0], receive [1]
+    int value = 0;                  // this rank's value (sent by ranks other than 0)
+    int reply = 0;                  // the maximum (sent by rank 0, received by the others)
+  };
+
   // Rank 0 collects one int from every rank (tag) and sends back the maximum (tag + 1). False on
-  // timeout. Pending requests are cancelled when the wait ends early (timeout or abort).
+  // timeout. When the wait ends early (timeout or abort), pending receives are cancelled and waited
+  // for, and pending sends are freed with their storage kept alive.
   bool gather_and_release(int tag, int value, Clock::time_point deadline, bool abortable, int* result = nullptr) {
     const int n = size_ - 1;
-    std::vector<int> values(static_cast<std::size_t>(std::max(n, 1)), 0);
-    std::vector<MPI_Request> reqs(static_cast<std::size_t>(std::max(n, 1)) * 2, MPI_REQUEST_NULL);
-    int reply = 0;
-    auto cancel = [&] {
-      for (MPI_Request& q : reqs) {
+    auto round = std::make_unique<Round>();
+    Round& rd = *round;
+    rd.values.assign(static_cast<std::size_t>(std::max(n, 1)), 0);
+    rd.reqs.assign(static_cast<std::size_t>(std::max(n, 1)) * 2, MPI_REQUEST_NULL);
+    rd.value = value;
+    auto is_send = [&](std::size_t i) { return rank_ == 0 ? i >= static_cast<std::size_t>(n) : i == 0; };
+    auto abandon = [&]() noexcept {
+      bool keep = false;
+      for (std::size_t i = 0; i < rd.reqs.size(); ++i) {
+        MPI_Request& q = rd.reqs[i];
         if (q == MPI_REQUEST_NULL) continue;
-        MPI_Cancel(&q);
-        MPI_Request_free(&q);
+        if (is_send(i)) {
+          MPI_Request_free(&q);
+          keep = true;
+        } else {
+          MPI_Cancel(&q);
+          MPI_Wait(&q, MPI_STATUS_IGNORE);  // MPI may write the receive buffer until the cancel completes
+        }
+      }
+      if (!keep) return;
+      try {
+        abandoned_rounds_.push_back(std::move(round));
+      } catch (...) {
+        static_cast<void>(round.release());  // out of memory: leak, never free under MPI
       }
     };
     try {
       if (rank_ == 0) {
         for (int r = 1; r < size_; ++r) {
-          check(MPI_Irecv(&values[static_cast<std::size_t>(r - 1)], 1, MPI_INT, r, tag, comm_, &reqs[static_cast<std::size_t>(r - 1)]),
+          check(MPI_Irecv(&rd.values[static_cast<std::size_t>(r - 1)], 1, MPI_INT, r, tag, comm_,
+                          &rd.reqs[static_cast<std::size_t>(r - 1)]),
                 "MPI_Irecv");
         }
-        if (!wait_requests(reqs.data(), n, deadline, abortable)) {
-          cancel();
+        if (!wait_requests(rd.reqs.data(), n, deadline, abortable)) {
+          abandon();
           return false;
         }
-        reply = value;
-        for (int v : values) reply = std::max(reply, v);
+        rd.reply = value;
+        for (int v : rd.values) rd.reply = std::max(rd.reply, v);
         for (int r = 1; r < size_; ++r) {
-          check(MPI_Isend(&reply, 1, MPI_INT, r, tag + 1, comm_, &reqs[static_cast<std::size_t>(n + r - 1)]), "MPI_Isend");
+          check(MPI_Isend(&rd.reply, 1, MPI_INT, r, tag + 1, comm_, &rd.reqs[static_cast<std::size_t>(n + r - 1)]), "MPI_Isend");
         }
-        if (!wait_requests(reqs.data() + n, n, deadline, false)) {
-          cancel();
+        if (!wait_requests(rd.reqs.data() + n, n, deadline, false)) {
+          abandon();
           return false;
         }
       } else {
-        check(MPI_Isend(&value, 1, MPI_INT, 0, tag, comm_, &reqs[0]), "MPI_Isend");
-        check(MPI_Irecv(&reply, 1, MPI_INT, 0, tag + 1, comm_, &reqs[1]), "MPI_Irecv");
-        if (!wait_requests(reqs.data(), 2, deadline, abortable)) {
-          cancel();
+        check(MPI_Isend(&rd.value, 1, MPI_INT, 0, tag, comm_, &rd.reqs[0]), "MPI_Isend");
+        check(MPI_Irecv(&rd.reply, 1, MPI_INT, 0, tag + 1, comm_, &rd.reqs[1]), "MPI_Irecv");
+        if (!wait_requests(rd.reqs.data(), 2, deadline, abortable)) {
+          abandon();
           return false;
         }
       }
     } catch (...) {
-      cancel();
+      abandon();
       throw;
     }
-    if (result != nullptr) *result = rank_ == 0 ? reply : std::max(reply, value);
+    if (result != nullptr) *result = rank_ == 0 ? rd.reply : std::max(rd.reply, value);
     return true;
   }
   static int data_tag(std::size_t i) { return static_cast<int>(2 * i + 2); }
@@ -410,7 +485,10 @@ class MpiTransport final : public Transport {
     }
   }
 
-  static constexpr int kControlSlots = 1 << 16;
+  // Control rounds (barriers, agreements) run one after the other and each completes before the
+  // next starts, so a few tag slots suffice; a round abandoned after a failure is never followed by
+  // one of its kind on the same transport.
+  static constexpr int kControlSlots = 4;
 
   MessageIndex index_;
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -422,12 +500,14 @@ class MpiTransport final : public Transport {
   Clock::time_point epoch_ = Clock::now();
   std::vector<Recv> recvs_;             // per message
   std::vector<Send> sends_;             // this iteration's sends, in post order
+  std::vector<std::size_t> pending_sends_;  // indices into sends_ of sends not yet seen complete
   std::vector<std::int32_t> send_slot_; // per message: index into sends_, -1 if none
   std::vector<SendCompletion> completions_;
   std::vector<std::size_t> pending_recvs_;  // posted receives not yet seen complete
-  std::vector<Buffer> orphans_;         // buffers of sends abandoned after a failure
+  std::vector<std::vector<Send>> orphans_;  // send records of iterations abandoned after a failure
+  std::vector<std::unique_ptr<Round>> abandoned_rounds_;  // control rounds abandoned with a send pending
   bool aborted_ = false;
-  std::string abort_text_;
+  std::unique_ptr<std::string> abort_text_;
   std::vector<MPI_Request> abort_reqs_;
   std::string peer_error_;
 };
@@ -435,13 +515,6 @@ class MpiTransport final : public Transport {
 }  // namespace
 
 bool mpi_built() { return true; }
-
-bool launched_by_mpi() {
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_STEP_NUM_TASKS"}) {
-    if (std::getenv(v) != nullptr) return true;
-  }
-  return false;
-}
 
 MpiSession::MpiSession() {
   int initialized = 0;

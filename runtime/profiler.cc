@@ -252,13 +252,12 @@ P2PProfile measure_p2p(Transport& t, BufferPool& pool, std::span<const std::int6
   return out;
 }
 
-P2PProfile measure_inproc_p2p(std::span<const std::int64_t> sizes, int repeats, WaitPolicy wait) {
+P2PProfile measure_inproc_p2p(std::span<const std::int64_t> sizes, int repeats, WaitPolicy wait, std::chrono::nanoseconds timeout) {
   // Pools before the world: buffers in flight live in the world's mailboxes.
   BufferPool pool0(std::make_shared<HostMemory>()), pool1(std::make_shared<HostMemory>());
   const PipelineShape shape = make_shape(2, 2, 1, Placement::Loop);
   InprocWorld world(shape, wait);
   const bool pin = hardware_cores() >= 2;
-  const auto timeout = std::chrono::seconds(30);
   P2PProfile result;
   std::exception_ptr errors[2];
   auto side = [&](int r) {
@@ -279,6 +278,38 @@ P2PProfile measure_inproc_p2p(std::span<const std::int64_t> sizes, int repeats, 
   const int first = world.first_failed_rank();
   if (first >= 0 && errors[first]) std::rethrow_exception(errors[first]);
   return result;
+}
+
+MeasuredProfile measure_profile(const ProfileOptions& compute, const P2PProfileOptions& p2p) {
+  const std::vector<std::int64_t> sizes = p2p_sizes(compute.model.activation_bytes());
+  if (!p2p.transport) {
+    MeasuredProfile p = measure_compute(compute);
+    if (p2p.enabled) p.p2p = measure_inproc_p2p(sizes, p2p.repeats, p2p.wait, p2p.timeout);
+    return p;
+  }
+  // The pool before the transport, so it outlives it: after a failure the transport may keep the
+  // buffer of a send it could not take back until it is destroyed.
+  BufferPool pool(std::make_shared<HostMemory>());
+  const std::unique_ptr<Transport> t = p2p.transport();
+  if (!t) throw InputError("measure_profile: the transport factory made no transport");
+  ProfileOptions o = compute;
+  o.concurrency = 1;
+  o.core = o.core >= 0 && t->size() <= online_cores() ? t->rank() : -1;
+  const auto compute_wait = std::chrono::hours(1);  // the others may measure slower; a failure is told at once
+  try {
+    t->barrier(compute_wait);
+    MeasuredProfile p = measure_compute(o);
+    t->barrier(compute_wait);
+    if (p2p.enabled) p.p2p = measure_p2p(*t, pool, sizes, p2p.repeats, p2p.timeout);
+    return p;
+  } catch (const PeerAborted&) {
+    t->cancel_all();
+    throw;
+  } catch (const std::exception& e) {
+    t->abort(e.what());
+    t->cancel_all();
+    throw;
+  }
 }
 
 }  // namespace pipelab::runtime

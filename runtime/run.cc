@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <thread>
 #include <type_traits>
 
@@ -266,6 +267,22 @@ RunResult run_distributed(const Schedule& lowered, Backend& backend, Transport& 
   outcomes.reserve(all.size());
   for (const auto& b : all) outcomes.push_back(deserialize(b));
   return assemble(lowered, outcomes, options.iterations);
+}
+
+RunResult run_cpu_distributed(const Schedule& lowered, const ModelConfig& model, const TransportFactory& make_transport,
+                              const RunOptions& options) {
+  model.validate();
+  kernels::set_blas_threads(1);
+  // Declared before the transport, so destroyed after it: the transport may hold buffers of the
+  // backend's pool until it is destroyed (sends abandoned after a failure).
+  std::optional<CpuBackend> backend;
+  const std::unique_ptr<Transport> transport = make_transport();
+  if (!transport) throw InputError("run: the transport factory made no transport");
+  const int rank = transport->rank();
+  // Processes may each be bound to one core by the launcher: count the node's cores.
+  if (options.pin_threads && lowered.shape.ranks <= online_cores()) pin_current_thread(rank);
+  backend.emplace(model, lowered.shape, rank);  // after pinning: first-touch memory near the rank's core
+  return run_distributed(lowered, *backend, *transport, options);
 }
 
 }  // namespace pipelab::runtime

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <stdexcept>
@@ -229,48 +230,73 @@ TEST(ErrorPropagation, FirstErrorIsReportedOthersStopAndBuffersAreFreed) {
   }
 }
 
+// A null backend whose F of microbatch 2 throws: a std::invalid_argument, or with `device_error`
+// an ExecutionError (as a device or transport layer would).
+struct Failing final : public Backend {
+  NullBackend inner;
+  bool device_error;
+  Failing(const Schedule& s, int rank, bool device) : inner(s.shape, rank, kBytes), device_error(device) {}
+  std::string_view name() const override { return "failing"; }
+  BufferPool& pool() override { return inner.pool(); }
+  std::size_t activation_bytes() const override { return kBytes; }
+  const std::vector<int>& stages() const override { return inner.stages(); }
+  void load_input(int mb, Buffer& a) override { inner.load_input(mb, a); }
+  void forward(int st, int mb, Buffer& a) override {
+    if (mb == 2 && device_error) throw ExecutionError("device lost");
+    if (mb == 2) throw std::invalid_argument("kernel exploded");
+    inner.forward(st, mb, a);
+  }
+  double loss(int st, int mb, Buffer& a) override { return inner.loss(st, mb, a); }
+  void backward_input(int st, int mb, Buffer& g) override { inner.backward_input(st, mb, g); }
+  void backward_weight(int st, int mb) override { inner.backward_weight(st, mb); }
+  void backward(int st, int mb, Buffer& g) override { inner.backward(st, mb, g); }
+  double flops(const Action&) const override { return 0; }
+  void zero_grads() override {}
+  std::vector<kernels::BlockGrads> gradients(int) const override { return {}; }
+  std::int64_t state_bytes() const override { return inner.state_bytes(); }
+  std::int64_t static_bytes() const override { return 0; }
+  std::vector<std::string> held_state() const override { return inner.held_state(); }
+  void discard_state() override { inner.discard_state(); }
+};
+
 TEST(ErrorPropagation, BackendErrorsCarryTheRankAndAction) {
   const Schedule s = lowered("1f1b", 2, 1, 4);
-  RunOptions o;
-  // A backend whose activations are too small for the routing stamp fails in its constructor; one
-  // whose F throws is made by the rank-1 factory here.
-  struct Failing final : public Backend {
-    NullBackend inner;
-    Failing(const Schedule& s, int rank) : inner(s.shape, rank, kBytes) {}
-    std::string_view name() const override { return "failing"; }
-    BufferPool& pool() override { return inner.pool(); }
-    std::size_t activation_bytes() const override { return kBytes; }
-    const std::vector<int>& stages() const override { return inner.stages(); }
-    void load_input(int mb, Buffer& a) override { inner.load_input(mb, a); }
-    void forward(int st, int mb, Buffer& a) override {
-      if (mb == 2) throw std::invalid_argument("kernel exploded");
-      inner.forward(st, mb, a);
+  for (const bool device_error : {false, true}) {
+    SCOPED_TRACE(device_error ? "ExecutionError" : "std::invalid_argument");
+    try {
+      run_inprocess(
+          s,
+          [&](int r) -> std::unique_ptr<Backend> {
+            if (r == 1) return std::make_unique<Failing>(s, r, device_error);
+            return std::make_unique<NullBackend>(s.shape, r, kBytes);
+          },
+          {});
+      FAIL() << "expected an error";
+    } catch (const PeerAborted& e) {
+      FAIL() << "a peer's abort was reported instead of the backend's error: " << e.what();
+    } catch (const ExecutionError& e) {
+      // An ExecutionError of the backend is wrapped like any other error, not passed through bare.
+      EXPECT_THAT(e.what(), HasSubstr("rank 1 at position"));
+      EXPECT_THAT(e.what(), HasSubstr("(1F2): "));
+      EXPECT_THAT(e.what(), HasSubstr(device_error ? "device lost" : "kernel exploded"));
     }
-    double loss(int st, int mb, Buffer& a) override { return inner.loss(st, mb, a); }
-    void backward_input(int st, int mb, Buffer& g) override { inner.backward_input(st, mb, g); }
-    void backward_weight(int st, int mb) override { inner.backward_weight(st, mb); }
-    void backward(int st, int mb, Buffer& g) override { inner.backward(st, mb, g); }
-    double flops(const Action&) const override { return 0; }
-    void zero_grads() override {}
-    std::vector<kernels::BlockGrads> gradients(int) const override { return {}; }
-    std::int64_t state_bytes() const override { return inner.state_bytes(); }
-    std::int64_t static_bytes() const override { return 0; }
-    std::vector<std::string> held_state() const override { return inner.held_state(); }
-    void discard_state() override { inner.discard_state(); }
-  };
+  }
+}
+
+TEST(StateCheck, ARepeatedIAtTheLastStageSaysItsLossGradientWasConsumed) {
+  Schedule s = lowered("zb-h1", 2, 1, 4);
+  auto& list = s.ranks[1];  // stage 1: the last stage
+  const auto first_i = std::find_if(list.begin(), list.end(), [](const Slot& a) { return a && a->op == Op::I; });
+  ASSERT_NE(first_i, list.end());
+  list.insert(first_i + 1, *first_i);
+  RunOptions o;
+  o.validate = false;
   try {
-    run_inprocess(
-        s,
-        [&](int r) -> std::unique_ptr<Backend> {
-          if (r == 1) return std::make_unique<Failing>(s, r);
-          return std::make_unique<NullBackend>(s.shape, r, kBytes);
-        },
-        o);
-    FAIL() << "expected an error";
-  } catch (const ExecutionError& e) {
+    run_inprocess(s, null_factory(s), o);
+    FAIL() << "expected a schedule error";
+  } catch (const ScheduleError& e) {
     EXPECT_THAT(e.what(), HasSubstr("rank 1 at position"));
-    EXPECT_THAT(e.what(), HasSubstr("(1F2)"));
-    EXPECT_THAT(e.what(), HasSubstr("kernel exploded"));
+    EXPECT_THAT(e.what(), HasSubstr("needs the loss gradient of (stage 1, mb 0), which an earlier I/B of it already consumed"));
   }
 }
 
@@ -298,6 +324,27 @@ TEST(StateCheck, AConsumerWithoutItsRecvIsAScheduleError) {
   } catch (const ScheduleError& e) {
     EXPECT_THAT(e.what(), HasSubstr("no RECV_F for it was posted"));
   }
+}
+
+// Peak memory means what the simulator's does, the memory of microbatches in progress: a loaded
+// input counts only once its F consumed it, so 1F1B's peak does not grow with the microbatches
+// (counting every input from the start of the iteration made rank 0's peak m x activation).
+TEST(PeakMemory, CountsAnInputOnlyOnceItsForwardConsumedIt) {
+  std::vector<std::int64_t> peaks;
+  for (const int m : {4, 8, 16}) {
+    const Schedule s = lowered("1f1b", 2, 1, m);
+    RunOptions o;
+    o.iterations = 2;
+    const RunResult r = run_inprocess(s, null_factory(s), o);
+    ASSERT_EQ(r.peak_state_bytes.size(), 2u);
+    peaks.push_back(r.peak_state_bytes[0]);
+    // Null backend: state_bytes counts held microbatches (1F1B at PP 2: at most 2 on rank 0), plus
+    // at most one activation-sized buffer per microbatch in flight.
+    EXPECT_LE(r.peak_state_bytes[0], 2 + 2 * static_cast<std::int64_t>(kBytes)) << "m=" << m;
+    EXPECT_GT(r.peak_state_bytes[0], 0);
+  }
+  EXPECT_EQ(peaks[0], peaks[1]);
+  EXPECT_EQ(peaks[1], peaks[2]);
 }
 
 TEST(RunResult, MedianIterationPicksTheMiddleMakespan) {

@@ -1,11 +1,14 @@
 // The MPI integration check, run by mpi_test.cc as `mpirun -np 2 ... pipelab_runtime_mpi_check`:
-// bytes move intact in both directions, real runs of several schedules give the reference
-// gradients on rank 0, a stuck rank trips the watchdog, and an injected error stops both ranks.
-// Prints "MPI CHECK PASSED" on rank 0 and exits 0 when every check held on every rank.
+// bytes move intact in both directions, a whole profile is measured over MPI, real runs of several
+// schedules give the reference gradients on rank 0, a stuck rank trips the watchdog, an injected
+// error stops both ranks, a barrier that times out cleans up after itself, and sends abandoned
+// after a failure are freed into a pool that is still alive. Prints "MPI CHECK PASSED" on rank 0
+// and exits 0 when every check held on every rank (a BufferPool destroyed with live buffers aborts).
 #include <cstdio>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "pipelab/kernels/blas.h"
 #include "pipelab/runtime/cpu_backend.h"
@@ -30,8 +33,8 @@ void check(bool ok, const std::string& what) {
 
 void bytes_intact(MpiSession& mpi) {
   const PipelineShape shape = make_shape(2, 4, 8, Placement::Loop);
+  BufferPool pool(std::make_shared<HostMemory>());  // before the transport: it must outlive it
   auto t = mpi.transport(shape);
-  BufferPool pool(std::make_shared<HostMemory>());
   const auto timeout = std::chrono::seconds(20);
   t->barrier(timeout);
   const std::size_t sizes[] = {1, 13, 4096, 1 << 20};
@@ -71,8 +74,8 @@ void bytes_intact(MpiSession& mpi) {
 void gradients(MpiSession& mpi, const std::string& name, int vp, int m) {
   const Schedule s = testing::lowered(name, 2, vp, m);
   const ModelConfig model = testing::tiny_model(2);
+  CpuBackend backend(model, s.shape, mpi.rank());  // before the transport: its pool must outlive it
   auto t = mpi.transport(s.shape);
-  CpuBackend backend(model, s.shape, mpi.rank());
   RunOptions o;
   o.warmup = 1;
   o.iterations = 2;
@@ -107,8 +110,8 @@ void watchdog(MpiSession& mpi) {
       break;
     }
   }
+  CpuBackend backend(testing::tiny_model(), s.shape, mpi.rank());  // before the transport: its pool must outlive it
   auto t = mpi.transport(s.shape);
-  CpuBackend backend(testing::tiny_model(), s.shape, mpi.rank());
   RunOptions o;
   o.validate = false;
   o.executor.check_state = false;
@@ -129,8 +132,8 @@ void watchdog(MpiSession& mpi) {
 
 void injected_error(MpiSession& mpi) {
   const Schedule s = testing::lowered("1f1b", 2, 1, 4);
+  CpuBackend backend(testing::tiny_model(), s.shape, mpi.rank());  // before the transport: its pool must outlive it
   auto t = mpi.transport(s.shape);
-  CpuBackend backend(testing::tiny_model(), s.shape, mpi.rank());
   RunOptions o;
   o.iterations = 2;
   o.executor.timeout = std::chrono::seconds(60);
@@ -156,6 +159,66 @@ void injected_error(MpiSession& mpi) {
   check(backend.state_bytes() == 0, "state freed after the failure");
 }
 
+void profile(MpiSession& mpi) {
+  ProfileOptions o;
+  o.model = testing::tiny_model();
+  o.repeats = 2;
+  o.warmup = 0;
+  o.min_warmup = std::chrono::milliseconds(0);
+  o.core = -1;
+  P2PProfileOptions p2p;
+  p2p.repeats = 3;
+  p2p.timeout = std::chrono::seconds(20);
+  p2p.transport = [&mpi] { return mpi.transport(make_shape(2, 2, 1, Placement::Loop)); };
+  const MeasuredProfile p = measure_profile(o, p2p);
+  if (mpi.rank() == 0) {
+    check(p.concurrency == 1 && p.per_stage.f_ns > 0 && p.p2p.transport == "mpi" && p.p2p.samples.size() == 3,
+          "measure_profile over mpi: compute on every process, then the ping-pong");
+  }
+}
+
+// Both ranks time out at one barrier (they arrive 400 ms apart with a 100 ms watchdog): rank 0's
+// pending receive is cancelled and waited for, rank 1's send and receive are ended without freeing
+// memory MPI may still use; the transport then still agrees on the outcome and goes away cleanly.
+void barrier_timeout(MpiSession& mpi) {
+  auto t = mpi.transport(make_shape(2, 2, 1, Placement::Loop));
+  if (mpi.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  bool timed_out = false;
+  try {
+    t->barrier(std::chrono::milliseconds(100));
+  } catch (const WatchdogTimeout&) {
+    timed_out = true;
+  }
+  check(timed_out, "a barrier whose peer is 400 ms late times out after 100 ms");
+  check(t->any_failed(timed_out, std::chrono::seconds(20)), "both ranks agree that the barrier failed");
+}
+
+// Rank 1 fails before posting any receive while rank 0 has posted sends too large for MPI to buffer
+// (256 KiB: rendezvous), which cannot be taken back. The MPI transport keeps them until it is
+// destroyed, and run_cpu_distributed destroys it before the backend whose pool the buffers came
+// from: in the reverse order (`pipelab run` before the fix) ~BufferPool aborts this process.
+void abandoned_sends(MpiSession& mpi) {
+  const Schedule s = testing::lowered("gpipe", 2, 1, 4);
+  ModelConfig model = testing::tiny_model();
+  model.block = kernels::BlockShape{.hidden = 128, .ffn = 16, .heads = 2, .seq = 512, .mbs = 1, .swiglu = false};
+  RunOptions o;
+  o.pin_threads = false;
+  o.executor.timeout = std::chrono::seconds(60);
+  o.executor.before_action = [](int rank, std::size_t pos, const Action&) {
+    if (rank == 1 && pos == 0) {  // its first action is RECV_F(1, mb 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // rank 0 posts its four sends meanwhile
+      throw std::runtime_error("injected failure before any receive");
+    }
+  };
+  std::string what;
+  try {
+    run_cpu_distributed(s, model, [&] { return mpi.transport(s.shape); }, o);
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  check(what.find("injected failure before any receive") != std::string::npos, "both ranks stop with rank 1's error: " + what);
+}
+
 }  // namespace
 }  // namespace pipelab::runtime
 
@@ -170,12 +233,15 @@ int main() {
       return 2;
     }
     bytes_intact(mpi);
+    profile(mpi);
     for (const auto& [name, vp, m] : {std::tuple{"1f1b", 1, 4}, {"zb-v", 2, 4}, {"dualpipe", 2, 4}, {"dualpipev", 2, 4},
                                       {"interleaved-1f1b", 2, 4}}) {
       gradients(mpi, name, vp, m);
     }
     watchdog(mpi);
     injected_error(mpi);
+    barrier_timeout(mpi);
+    abandoned_sends(mpi);
     // Both ranks agree on the outcome.
     auto t = mpi.transport(pipelab::make_shape(2, 2, 1, pipelab::Placement::Loop));
     const bool any = t->any_failed(failures > 0, std::chrono::seconds(20));

@@ -6,8 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <thread>
+
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/measured_profile.h"
+#include "pipelab/runtime/inproc_transport.h"
 #include "pipelab/runtime/machine.h"
 #include "pipelab/runtime/profiler.h"
 #include "pipelab/schedules/metrics.h"
@@ -176,6 +179,106 @@ TEST(Profiler, MeasuresInProcessPointToPoint) {
   ASSERT_EQ(p.samples.size(), 3u);
   EXPECT_GT(p.latency_ns, 0);
   EXPECT_GE(p.bandwidth_bytes_per_s, 0);
+}
+
+runtime::ProfileOptions tiny_profile_options() {
+  runtime::ProfileOptions o;
+  o.model = testing::tiny_model(1);
+  o.repeats = 2;
+  o.warmup = 0;
+  o.min_warmup = std::chrono::milliseconds(0);
+  o.core = -1;
+  return o;
+}
+
+TEST(Profiler, MeasuresAWholeProfileInProcess) {
+  runtime::P2PProfileOptions p2p;
+  p2p.repeats = 3;
+  const MeasuredProfile p = runtime::measure_profile(tiny_profile_options(), p2p);
+  EXPECT_GT(p.per_stage.f_ns, 0);
+  EXPECT_EQ(p.p2p.transport, "inproc");
+  EXPECT_EQ(p.p2p.samples.size(), runtime::p2p_sizes(p.activation_bytes).size());
+  p2p.enabled = false;  // a one-rank run
+  EXPECT_TRUE(runtime::measure_profile(tiny_profile_options(), p2p).p2p.transport.empty());
+}
+
+// Forwards to an endpoint of an InprocWorld, so measure_profile can own "its" transport as it owns
+// an MPI one.
+class Endpoint final : public runtime::Transport {
+ public:
+  explicit Endpoint(runtime::Transport& t) : t_(t) {}
+  std::string_view name() const override { return t_.name(); }
+  int rank() const override { return t_.rank(); }
+  int size() const override { return t_.size(); }
+  runtime::Clock::time_point barrier(std::chrono::nanoseconds timeout) override { return t_.barrier(timeout); }
+  void isend(int dst, const runtime::MessageKey& k, runtime::Buffer b, std::int64_t now) override { t_.isend(dst, k, std::move(b), now); }
+  void irecv(int src, const runtime::MessageKey& k, std::size_t bytes, runtime::BufferPool& pool) override { t_.irecv(src, k, bytes, pool); }
+  std::optional<runtime::Received> wait_recv(const runtime::MessageKey& k, std::chrono::nanoseconds timeout) override {
+    return t_.wait_recv(k, timeout);
+  }
+  void progress() override { t_.progress(); }
+  std::vector<runtime::SendCompletion> flush_sends(std::chrono::nanoseconds timeout) override { return t_.flush_sends(timeout); }
+  void cancel_all() noexcept override { t_.cancel_all(); }
+  void check_abort() override { t_.check_abort(); }
+  void abort(const std::string& message) noexcept override { t_.abort(message); }
+  std::vector<std::vector<std::byte>> gather(std::span<const std::byte> d, std::chrono::nanoseconds timeout) override {
+    return t_.gather(d, timeout);
+  }
+  bool any_failed(bool failed, std::chrono::nanoseconds timeout) override { return t_.any_failed(failed, timeout); }
+
+ private:
+  runtime::Transport& t_;
+};
+
+// The multi-process path of measure_profile (what `pipelab profile/run --transport mpi` run on every
+// process), with threads standing in for the processes.
+TEST(Profiler, MeasuresAWholeProfileOnEveryRankOfATransport) {
+  const PipelineShape shape = make_shape(2, 2, 1, Placement::Loop);
+  runtime::InprocWorld world(shape, runtime::WaitPolicy::Block);
+  std::vector<MeasuredProfile> got(2);
+  std::vector<std::string> errors(2);
+  auto rank = [&](int r, runtime::ProfileOptions o) {
+    runtime::P2PProfileOptions p2p;
+    p2p.repeats = 3;
+    p2p.timeout = std::chrono::seconds(30);
+    p2p.transport = [&world, r] { return std::make_unique<Endpoint>(world.transport(r)); };
+    try {
+      got[static_cast<std::size_t>(r)] = runtime::measure_profile(o, p2p);
+    } catch (const std::exception& e) {
+      errors[static_cast<std::size_t>(r)] = e.what();
+    }
+  };
+  std::thread t1(rank, 1, tiny_profile_options());
+  rank(0, tiny_profile_options());
+  t1.join();
+  ASSERT_EQ(errors[0], "");
+  ASSERT_EQ(errors[1], "");
+  EXPECT_EQ(got[0].concurrency, 1);  // one core per process
+  EXPECT_GT(got[0].per_stage.f_ns, 0);
+  EXPECT_EQ(got[0].p2p.transport, "inproc");
+  EXPECT_EQ(got[0].p2p.samples.size(), 3u);
+}
+
+TEST(Profiler, ARankThatFailsToProfileStopsTheOthers) {
+  const PipelineShape shape = make_shape(2, 2, 1, Placement::Loop);
+  runtime::InprocWorld world(shape, runtime::WaitPolicy::Block);
+  std::vector<std::string> errors(2);
+  auto rank = [&](int r, runtime::ProfileOptions o) {
+    runtime::P2PProfileOptions p2p;
+    p2p.transport = [&world, r] { return std::make_unique<Endpoint>(world.transport(r)); };
+    try {
+      runtime::measure_profile(o, p2p);
+    } catch (const std::exception& e) {
+      errors[static_cast<std::size_t>(r)] = e.what();
+    }
+  };
+  runtime::ProfileOptions bad = tiny_profile_options();
+  bad.repeats = 0;
+  std::thread t1(rank, 1, bad);
+  rank(0, tiny_profile_options());  // would wait an hour at the barrier if rank 1 did not tell it
+  t1.join();
+  EXPECT_THAT(errors[1], HasSubstr("repeats=0 must be >= 1"));
+  EXPECT_THAT(errors[0], HasSubstr("rank 1 failed"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -49,6 +50,44 @@ TEST(BufferPool, ReserveAllocatesUpFrontAndBuffersMayBeFreedOnAnotherThread) {
   std::thread t([held = std::move(held)]() mutable { held.clear(); });
   t.join();
   EXPECT_EQ(pool.outstanding(), 0);
+}
+
+// A pool destroyed while one of its buffers is alive stops the process and names the cause: the
+// buffer's release would otherwise write into freed memory, far from where the bug is.
+TEST(BufferPoolDeathTest, DestroyingAPoolWithALiveBufferAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        std::optional<Buffer> kept;  // outlives the pool: would release into it afterwards
+        {
+          BufferPool pool(std::make_shared<HostMemory>());
+          kept = pool.acquire(64);
+        }
+      },
+      "BufferPool was destroyed while 1 of its buffers were alive");
+}
+
+// The ownership rule `pipelab run`, `pipelab profile` and the drivers follow: a transport may hold
+// buffers until it is destroyed (a message delivered but never received; with MPI, a send abandoned
+// after a failure), so it is destroyed before the pools they came from. The reverse order is what
+// `pipelab run` once did with the MPI transport; it is now caught instead of freeing into a dead pool.
+TEST(BufferPoolDeathTest, ATransportHoldingBuffersIsDestroyedBeforeTheirPool) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const PipelineShape shape = make_shape(2, 2, 1, Placement::Loop);
+  const MessageKey key{Direction::Forward, 1, 0};
+  {
+    BufferPool pool(std::make_shared<HostMemory>());
+    InprocWorld world(shape);
+    world.transport(0).isend(1, key, pool.acquire(64), 0);
+    EXPECT_EQ(pool.outstanding(), 1);  // in rank 1's mailbox until the world goes
+  }
+  EXPECT_DEATH(
+      {
+        InprocWorld world(shape);  // declared first, destroyed last: outlives the pool
+        BufferPool pool(std::make_shared<HostMemory>());
+        world.transport(0).isend(1, key, pool.acquire(64), 0);
+      },
+      "BufferPool was destroyed while 1 of its buffers were alive");
 }
 
 void fill_random(Buffer& b, unsigned seed) {

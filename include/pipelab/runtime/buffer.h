@@ -70,7 +70,10 @@ class Buffer {
 
 /// A thread-safe free list of buffers per size over a MemoryResource. Buffers may be released from
 /// any thread (a buffer sent in-process is freed by the receiving rank). The pool must outlive every
-/// buffer it handed out.
+/// buffer it handed out: destroying a pool while any of its buffers is alive aborts the process with
+/// a message (it would otherwise be a use after free when the buffer is released). So a transport,
+/// which may hold buffers until it is destroyed (an MPI send abandoned after a failure), must be
+/// destroyed before the pools its buffers came from.
 class BufferPool {
  public:
   explicit BufferPool(std::shared_ptr<MemoryResource> memory);

@@ -34,7 +34,10 @@ struct ExecutorOptions {
 struct IterationRecord {
   std::vector<TimelineEvent> events;   // by start time; ns since the iteration epoch
   double loss = 0;                     // sum over the microbatches whose loss this rank computed
-  std::int64_t peak_state_bytes = 0;   // peak of per-microbatch state + activation buffers held
+  /// Peak, over the iteration's actions, of the memory of microbatches in progress: the backend's
+  /// per-microbatch state plus the activation-sized buffers the rank holds between actions. A loaded
+  /// input counts from when its F consumes it (the simulator's activation memory likewise starts at F).
+  std::int64_t peak_state_bytes = 0;
 };
 
 class RankExecutor {

@@ -20,10 +20,7 @@ class InprocWorld {
   int size() const;
   /// Rank r's endpoint; used by one thread at a time.
   Transport& transport(int rank);
-  /// True once any rank called abort().
-  bool aborted() const;
-  /// The first abort message ("" if none) and the rank that sent it (-1 if none).
-  std::string first_error() const;
+  /// The rank whose abort() came first (-1 if none): its error is the one to report.
   int first_failed_rank() const;
 
   struct State;

@@ -12,9 +12,6 @@ namespace pipelab::runtime {
 /// True when this build contains the MPI transport.
 bool mpi_built();
 
-/// True when the process was started by an MPI launcher (mpirun/mpiexec/srun environment).
-bool launched_by_mpi();
-
 /// MPI for the lifetime of the object: initializes MPI (thread level FUNNELED) unless it already
 /// is, finalizes it on destruction if it initialized it. At most one per process. Throws DeviceError
 /// when the build has no MPI.

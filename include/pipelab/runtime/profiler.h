@@ -42,6 +42,30 @@ P2PProfile measure_p2p(Transport& transport, BufferPool& pool, std::span<const s
                                  int repeats, std::chrono::nanoseconds timeout);
 
 /// measure_p2p between two threads of this process over the in-process transport.
-P2PProfile measure_inproc_p2p(std::span<const std::int64_t> sizes, int repeats, WaitPolicy wait = WaitPolicy::Auto);
+P2PProfile measure_inproc_p2p(std::span<const std::int64_t> sizes, int repeats, WaitPolicy wait = WaitPolicy::Auto,
+                              std::chrono::nanoseconds timeout = std::chrono::seconds(60));
+
+/// How measure_profile measures point-to-point messages.
+struct P2PProfileOptions {
+  bool enabled = true;  // false: leave MeasuredProfile::p2p empty (a one-rank run sends nothing)
+  int repeats = 20;     // timed round trips per message size
+  std::chrono::nanoseconds timeout = std::chrono::seconds(60);  // watchdog of every P2P wait
+  WaitPolicy wait = WaitPolicy::Auto;                           // in-process transport
+  /// One process per rank (MPI): makes this process's endpoint, and every process calls
+  /// measure_profile. Empty: the ranks are threads of this process.
+  TransportFactory transport;
+};
+
+/// The whole profile a run is predicted from: compute (measure_compute) and the P2P cost of the
+/// message sizes p2p_sizes(model activation) (measure_p2p).
+/// - Threads (no transport factory): compute on `compute.concurrency` cores at once, then a
+///   ping-pong between two threads over the in-process transport.
+/// - Processes (a factory): every process measures compute at the same time on its own core, as
+///   the ranks of a run keep every core busy (concurrency 1; pinned to the core of its rank when
+///   compute.core >= 0 and the node has a core per process), between barriers; then ranks 0 and 1
+///   ping-pong. Rank 0's profile is the one to keep. A rank that fails tells the others (they stop
+///   with PeerAborted instead of waiting at a barrier).
+/// The transport and the pool of its messages live inside the call, the pool outliving the transport.
+MeasuredProfile measure_profile(const ProfileOptions& compute, const P2PProfileOptions& p2p);
 
 }  // namespace pipelab::runtime

@@ -21,7 +21,7 @@ struct RunOptions {
   int warmup = 0;       // iterations run and discarded
   int iterations = 1;   // iterations measured
   ExecutorOptions executor;
-  bool pin_threads = true;             // in-process: thread r on core r when ranks <= cores
+  bool pin_threads = true;             // rank r's thread on core r when ranks <= cores (in-process, run_cpu_distributed)
   WaitPolicy wait = WaitPolicy::Auto;  // in-process transport
   bool validate = true;                // require_valid(schedule) first
   bool collect_gradients = false;      // fill RunResult::stage_gradients after the last iteration
@@ -53,5 +53,13 @@ RunResult run_cpu_inprocess(const Schedule& lowered, const ModelConfig& model, c
 /// result (timelines, memory and gradients of every rank); the other ranks return an empty result.
 /// Every rank throws when any rank failed (the failing rank its own error, the others PeerAborted).
 RunResult run_distributed(const Schedule& lowered, Backend& backend, Transport& transport, const RunOptions& options);
+
+/// run_distributed with a CpuBackend of `model` for this process's rank, over the transport
+/// `make_transport` makes (e.g. `[&] { return mpi.transport(lowered.shape); }`). It owns both, and
+/// the backend (with its buffer pool) outlives the transport, which after a failure may hold the
+/// buffers of sends it could not take back until it is destroyed. With options.pin_threads the
+/// calling thread is pinned to core `rank` first when the node has a core per rank.
+RunResult run_cpu_distributed(const Schedule& lowered, const ModelConfig& model, const TransportFactory& make_transport,
+                              const RunOptions& options);
 
 }  // namespace pipelab::runtime

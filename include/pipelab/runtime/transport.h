@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -105,6 +107,12 @@ class Transport {
   virtual std::vector<std::vector<std::byte>> gather(std::span<const std::byte> data, std::chrono::nanoseconds timeout) = 0;
   virtual bool any_failed(bool failed, std::chrono::nanoseconds timeout) = 0;
 };
+
+/// Makes this process's endpoint of a multi-process transport (one process per rank), e.g.
+/// `[&] { return mpi.transport(shape); }`. Whoever owns the buffer pools a transport's messages use
+/// makes the transport after them, so that it is destroyed first: after a failure a transport may
+/// hold buffers (sends it could not take back) until it is destroyed.
+using TransportFactory = std::function<std::unique_ptr<Transport>()>;
 
 /// How a rank waits for data: spin (lowest latency; only with a core per rank), block (sleep on the
 /// OS), or auto: spin when ranks <= cores, else spin briefly then block.
