@@ -14,6 +14,7 @@
 
 #include "pipelab/base/error.h"
 #include "pipelab/kernels/blas.h"
+#include "pipelab/kernels/shape.h"
 #include "pipelab/profiles/measured_profile.h"
 #include "pipelab/reports/write.h"
 #include "pipelab/runtime/gradients.h"
@@ -142,12 +143,11 @@ std::vector<double> action_errors(const Timeline& predicted, const Timeline& mea
 // Activation memory the simulator tracks per stage: the saved forward state of one microbatch,
 // the part of it I frees (the weight-grad stash may be larger than what F saved; then nothing).
 std::vector<sim::StageActivation> stage_activations(const runtime::ModelConfig& m, int stages) {
-  const kernels::BlockShape& b = m.block;
-  const std::int64_t T = b.tokens(), H = b.hidden, F = b.ffn, nf = b.swiglu ? 3 : 2;
-  const std::int64_t saved = 8 * T * H + 2 * T + std::int64_t{b.mbs} * b.heads * b.seq * b.seq + nf * T * F;
-  const std::int64_t stash = 12 * T * H + nf * T * F;
-  const std::int64_t L = m.layers_per_stage, bytes = 4;
-  const sim::StageActivation a{L * std::max(saved, stash) * bytes, L * std::max<std::int64_t>(0, saved - stash) * bytes};
+  // The kernels' own sizes: F keeps saved_bytes per layer; I turns that into the (larger or
+  // smaller) stash W needs.
+  const std::int64_t saved = kernels::saved_bytes(m.block), stash = kernels::stash_bytes(m.block);
+  const std::int64_t L = m.layers_per_stage;
+  const sim::StageActivation a{L * std::max(saved, stash), L * std::max<std::int64_t>(0, saved - stash)};
   return std::vector<sim::StageActivation>(static_cast<std::size_t>(stages), a);
 }
 

@@ -41,23 +41,28 @@ std::vector<Real> synthetic_target(const BlockShape& shape, int microbatch, std:
 
 namespace {
 
+// The loss arithmetic, once: overwrites `values` (holding out) with d loss / d out.
 template <class Real>
-LossAndGrad<Real> mse_loss_impl(std::span<const Real> out, std::span<const Real> target,
-                                double scale) {
-  if (out.empty() || out.size() != target.size()) {
-    throw InputError("mse_loss: out has " + std::to_string(out.size()) + " elements, target has " +
+double mse_in_place(std::span<Real> values, std::span<const Real> target, double scale) {
+  if (values.empty() || values.size() != target.size()) {
+    throw InputError("mse_loss: out has " + std::to_string(values.size()) + " elements, target has " +
                      std::to_string(target.size()) + " (must be equal and non-zero)");
   }
-  const double n = static_cast<double>(out.size());
-  LossAndGrad<Real> result;
-  result.dout.resize(out.size());
+  const double n = static_cast<double>(values.size());
   double sum_sq = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const double diff = static_cast<double>(out[i]) - static_cast<double>(target[i]);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double diff = static_cast<double>(values[i]) - static_cast<double>(target[i]);
     sum_sq += diff * diff;
-    result.dout[i] = static_cast<Real>(scale * 2.0 * diff / n);
+    values[i] = static_cast<Real>(scale * 2.0 * diff / n);
   }
-  result.loss = scale * sum_sq / n;
+  return scale * sum_sq / n;
+}
+
+template <class Real>
+LossAndGrad<Real> mse_loss_impl(std::span<const Real> out, std::span<const Real> target, double scale) {
+  LossAndGrad<Real> result;
+  result.dout.assign(out.begin(), out.end());
+  result.loss = mse_in_place<Real>(result.dout, target, scale);
   return result;
 }
 
@@ -71,6 +76,10 @@ LossAndGrad<float> mse_loss(std::span<const float> out, std::span<const float> t
 LossAndGrad<double> mse_loss(std::span<const double> out, std::span<const double> target,
                              double scale) {
   return mse_loss_impl(out, target, scale);
+}
+
+double mse_loss_in_place(std::span<float> out, std::span<const float> target, double scale) {
+  return mse_in_place<float>(out, target, scale);
 }
 
 template std::vector<float> synthetic_input<float>(const BlockShape&, int, std::uint64_t);

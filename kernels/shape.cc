@@ -66,6 +66,19 @@ std::int64_t activation_bytes(const BlockShape& shape) {
   return shape.activation_elems() * static_cast<std::int64_t>(sizeof(float));
 }
 
+std::int64_t saved_bytes(const BlockShape& shape) {
+  shape.validate();
+  const std::int64_t t = shape.tokens(), h = shape.hidden, f = shape.ffn, nf = shape.swiglu ? 3 : 2;
+  const std::int64_t scores = std::int64_t{shape.mbs} * shape.heads * shape.seq * shape.seq;
+  return (8 * t * h + 2 * t + scores + nf * t * f) * static_cast<std::int64_t>(sizeof(float));
+}
+
+std::int64_t stash_bytes(const BlockShape& shape) {
+  shape.validate();
+  const std::int64_t t = shape.tokens(), h = shape.hidden, f = shape.ffn, nf = shape.swiglu ? 3 : 2;
+  return (12 * t * h + nf * t * f) * static_cast<std::int64_t>(sizeof(float));
+}
+
 std::int64_t param_count(const BlockShape& shape) {
   shape.validate();
   const std::int64_t h = shape.hidden;

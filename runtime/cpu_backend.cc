@@ -118,18 +118,9 @@ double CpuBackend::loss(int stage, int mb, Buffer& act) {
   check_buffer(act, activation_bytes(), "loss");
   const auto& target = targets_[static_cast<std::size_t>(mb)];
   if (target.empty()) throw ExecutionError("cpu backend: rank " + std::to_string(rank_) + " holds no last stage");
-  // kernels::mse_loss's arithmetic, in place (no allocation): dout = scale * 2 (out - target) / n.
-  const double scale = 1.0 / static_cast<double>(shape_.microbatches);
-  float* out = act.floats().data();
-  const std::size_t n = target.size();
-  const double dn = static_cast<double>(n);
-  double sum_sq = 0;
-  for (std::size_t k = 0; k < n; ++k) {
-    const double diff = static_cast<double>(out[k]) - static_cast<double>(target[k]);
-    sum_sq += diff * diff;
-    out[k] = static_cast<float>(scale * 2.0 * diff / dn);
-  }
-  return scale * sum_sq / dn;
+  // In place: the activation buffer becomes the loss gradient (no allocation).
+  return kernels::mse_loss_in_place(act.floats().subspan(0, target.size()), target,
+                                    1.0 / static_cast<double>(shape_.microbatches));
 }
 
 void CpuBackend::backward_input(int stage, int mb, Buffer& grad) {

@@ -40,13 +40,7 @@ Samples measure_stage(const ModelConfig& m, int layers, int repeats, int warmup,
   const double scale = 0.125;  // a typical 1/microbatches: keeps gradients in the range of a run
   std::vector<float> a(x0.size()), g(x0.size()), a1(x0.size());
 
-  auto loss_grad = [&](std::vector<float>& out) {  // the executor's in-place MSE gradient
-    const double n = static_cast<double>(out.size());
-    for (std::size_t k = 0; k < out.size(); ++k) {
-      const double diff = static_cast<double>(out[k]) - static_cast<double>(target[k]);
-      out[k] = static_cast<float>(scale * 2.0 * diff / n);
-    }
-  };
+  auto loss_grad = [&](std::vector<float>& out) { kernels::mse_loss_in_place(out, target, scale); };
 
   Samples s;
   auto round = [&](bool keep) {

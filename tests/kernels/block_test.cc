@@ -295,8 +295,10 @@ TEST(KernelBlock, SavedAndStashBytesMatchFormula) {
     forward(params, mb[0].x, mb[0].z, mb[0].saved);
     EXPECT_EQ(mb[0].saved.bytes(),
               4 * (8 * t * h + 2 * t + std::int64_t{s.mbs} * s.heads * s.seq * s.seq + ff * t * f));
+    EXPECT_EQ(mb[0].saved.bytes(), saved_bytes(s));
     backward_input(params, std::move(mb[0].saved), mb[0].dz, mb[0].dx, mb[0].stash);
     EXPECT_EQ(mb[0].stash.bytes(), 4 * (12 * t * h + ff * t * f));
+    EXPECT_EQ(mb[0].stash.bytes(), stash_bytes(s));
   }
 }
 

@@ -32,4 +32,8 @@ LossAndGrad<float> mse_loss(std::span<const float> out, std::span<const float> t
 LossAndGrad<double> mse_loss(std::span<const double> out, std::span<const double> target,
                              double scale = 1.0);
 
+/// The same loss, overwriting `out` with its gradient (no allocation; the executor's hot path).
+/// Returns the loss.
+double mse_loss_in_place(std::span<float> out, std::span<const float> target, double scale = 1.0);
+
 }  // namespace pipelab::kernels

@@ -54,6 +54,12 @@ OpFlops block_flops(const BlockShape& shape);
 /// mbs * seq * hidden * 4.
 std::int64_t activation_bytes(const BlockShape& shape);
 
+/// Bytes one block keeps per microbatch in fp32: after F (BlockSaved: 8TH + 2T + mbs*heads*seq^2
+/// + (2|3)TF floats) and after I until W (WeightGradStash: 12TH + (2|3)TF floats). The structs'
+/// bytes() equal these; the simulator's memory model for the mock model uses them.
+std::int64_t saved_bytes(const BlockShape& shape);
+std::int64_t stash_bytes(const BlockShape& shape);
+
 /// Learnable parameters of one block: 2H (norm gains) + 4H^2 (QKV, out) + 2HF (GELU) or 3HF (SwiGLU).
 std::int64_t param_count(const BlockShape& shape);
 
