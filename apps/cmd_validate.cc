@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "pipelab/base/error.h"
+#include "pipelab/base/file_io.h"
 #include "pipelab/schedules/formats.h"
 #include "pipelab/schedules/validate.h"
 
@@ -20,11 +21,7 @@ void add_validate_command(CLI::App& root, int& exit_code) {
       ->check(CLI::IsMember({"auto", "json", "csv", "compute_only", "compute_comms"}))
       ->capture_default_str();
   cmd->callback([path, format, &exit_code] {
-    std::ifstream in(*path, std::ios::binary);
-    if (!in) throw InputError("cannot read " + *path);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    const std::string text = buffer.str();
+    const std::string text = read_text_file(*path, "schedule file");
     Result<Schedule> parsed = *format == "json"            ? parse_json(text, *path)
                               : *format == "compute_only"  ? parse_csv(text, CsvFormat::ComputeOnly, *path)
                               : *format == "compute_comms" ? parse_csv(text, CsvFormat::ComputeComms, *path)

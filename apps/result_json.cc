@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/file_io.h"
 #include "pipelab/schedules/timeline.h"
 
 namespace pipelab::app {
@@ -90,13 +91,7 @@ nlohmann::json simulate_result(const nlohmann::json& config, const sim::Simulati
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& j) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  std::ofstream out(path);
-  if (!out) throw InputError("cannot write " + path);
-  out << j.dump(1) << "\n";
-  if (!out) throw InputError("failed writing " + path);
+  write_text_file(path, j.dump(1) + "\n", "result");
 }
 
 }  // namespace pipelab::app

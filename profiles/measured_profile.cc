@@ -8,6 +8,7 @@
 
 #include "json_reader.h"
 #include "pipelab/base/error.h"
+#include "pipelab/base/file_io.h"
 
 namespace pipelab {
 namespace {
@@ -146,18 +147,11 @@ MeasuredProfile parse_measured_profile(std::string_view json_text, std::string_v
 }
 
 MeasuredProfile load_measured_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read profile " + path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_measured_profile(buffer.str(), path);
+  return parse_measured_profile(read_text_file(path, "profile"), path);
 }
 
 void save_measured_profile(const MeasuredProfile& p, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw InputError("cannot write profile " + path);
-  out << to_json(p).dump(1) << "\n";
-  if (!out) throw InputError("failed writing profile " + path);
+  write_text_file(path, to_json(p).dump(1) + "\n", "profile");
 }
 
 }  // namespace pipelab

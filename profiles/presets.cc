@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include <pipelab/base/error.h>
+#include <pipelab/base/file_io.h>
 
 #include "embedded_presets.h"
 #include "json_reader.h"
@@ -75,15 +76,6 @@ auto find_preset(const PresetTable<Spec>& table, std::string_view kind, std::str
 
 }  // namespace
 
-std::string read_text_file(std::string_view path, std::string_view what) {
-  std::ifstream in{std::string(path), std::ios::binary};
-  if (!in) throw InputError("cannot open " + std::string(what) + " '" + std::string(path) + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw InputError("cannot read " + std::string(what) + " '" + std::string(path) + "'");
-  return text.str();
-}
-
 const std::vector<std::string>& model_preset_names() { return model_table().names; }
 
 ModelSpec model_preset(std::string_view name) { return find_preset(model_table(), "model", name)->second; }
@@ -95,7 +87,7 @@ std::string_view model_preset_json(std::string_view name) {
 
 ModelSpec load_model(std::string_view name_or_path) {
   if (!is_json_path(name_or_path)) return model_preset(name_or_path);
-  return parse_model_spec(read_text_file(name_or_path, "model file"), name_or_path);
+  return parse_model_spec(read_text_file(std::string(name_or_path), "model file"), name_or_path);
 }
 
 const std::vector<std::string>& gpu_preset_names() { return gpu_table().names; }
@@ -109,7 +101,7 @@ std::string_view gpu_preset_json(std::string_view name) {
 
 GpuSpec load_gpu(std::string_view name_or_path) {
   if (!is_json_path(name_or_path)) return gpu_preset(name_or_path);
-  return parse_gpu_spec(read_text_file(name_or_path, "gpu file"), name_or_path);
+  return parse_gpu_spec(read_text_file(std::string(name_or_path), "gpu file"), name_or_path);
 }
 
 }  // namespace pipelab

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/file_io.h"
 #include "pipelab/reports/result.h"
 
 namespace pipelab::reports {
@@ -237,13 +238,10 @@ ReportInput load(const json& j, const std::string& name, const std::string& labe
 ReportInput load_result(const json& j, const std::string& name) { return load(j, name, name); }
 
 ReportInput load_result_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError("cannot read " + path);
-  std::stringstream buffer;
-  buffer << f.rdbuf();
+  const std::string text = read_text_file(path, "result");
   json j;
   try {
-    j = json::parse(buffer.str());
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     throw InputError(path + ": not JSON (" + e.what() + ")");
   }

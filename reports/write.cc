@@ -6,20 +6,13 @@
 #include <map>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/file_io.h"
 
 namespace pipelab::reports {
 
 void write_report(const std::vector<ReportInput>& inputs, const std::string& out_path, Format format) {
   const std::string text = render(inputs, format);
-  const std::filesystem::path path(out_path);
-  std::error_code ec;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) throw InputError("cannot create the directory of " + out_path + ": " + ec.message());
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError("cannot write " + out_path);
-  out << text;
-  out.flush();
-  if (!out) throw InputError("cannot write " + out_path + " (disk full?)");
+  write_text_file(out_path, text, "report");
 }
 
 std::vector<std::string> input_labels(const std::vector<std::string>& preferred,

@@ -1,5 +1,6 @@
 // Tests for profiles/presets.cc: every embedded preset loads and is valid, lookups, loading by path.
 #include <pipelab/profiles/presets.h>
+#include <pipelab/base/file_io.h>
 
 #include <filesystem>
 #include <fstream>

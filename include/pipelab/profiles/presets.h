@@ -25,7 +25,4 @@ GpuSpec gpu_preset(std::string_view name);
 GpuSpec load_gpu(std::string_view name_or_path);
 std::string_view gpu_preset_json(std::string_view name);
 
-/// Reads a whole text file; InputError naming `path` and `what` ("model file") if it cannot.
-std::string read_text_file(std::string_view path, std::string_view what);
-
 }  // namespace pipelab
