@@ -1,5 +1,6 @@
 // The cpu backend: kernels::StageModel per held stage, per-microbatch saved state and stashes in
-// slots reused across iterations, activations in pooled host memory.
+// slots reused across iterations (their life cycle is MicrobatchStates'), activations in pooled
+// host memory.
 #include "pipelab/runtime/cpu_backend.h"
 
 #include <algorithm>
@@ -12,74 +13,15 @@
 
 namespace pipelab::runtime {
 
-struct CpuBackend::Held {
-  int stage;
-  kernels::StageModel model;
-  std::vector<kernels::StageSaved> saved;  // per microbatch
-  std::vector<kernels::StageStash> stash;  // per microbatch
-  std::vector<std::uint8_t> has_saved;
-  std::vector<std::uint8_t> has_stash;
-  std::vector<std::int64_t> saved_bytes;
-  std::vector<std::int64_t> stash_bytes;
+namespace {
 
-  Held(int s, const ModelConfig& m, int part, int microbatches)
-      : stage(s),
-        model(m.block, part * m.layers_per_stage, m.layers_per_stage, m.seed),
-        saved(static_cast<std::size_t>(microbatches)),
-        stash(static_cast<std::size_t>(microbatches)),
-        has_saved(static_cast<std::size_t>(microbatches), 0),
-        has_stash(static_cast<std::size_t>(microbatches), 0),
-        saved_bytes(static_cast<std::size_t>(microbatches), 0),
-        stash_bytes(static_cast<std::size_t>(microbatches), 0) {}
-};
-
-CpuBackend::CpuBackend(const ModelConfig& model, const PipelineShape& shape, int rank)
-    : model_(model), shape_(shape), rank_(rank), pool_(std::make_shared<HostMemory>()) {
+// Validates the arguments before any member is built from them.
+MicrobatchStates checked_states(const ModelConfig& model, const PipelineShape& shape, int rank) {
   model.validate();
   if (rank < 0 || rank >= shape.ranks) {
     throw InputError("cpu backend: rank " + std::to_string(rank) + " out of range for " + std::to_string(shape.ranks) + " ranks");
   }
-  stages_ = shape.stages_of_rank(rank);
-  local_of_stage_.assign(static_cast<std::size_t>(shape.stages), -1);
-  bool needs_inputs = false, needs_targets = false;
-  for (std::size_t i = 0; i < stages_.size(); ++i) {
-    const int s = stages_[i];
-    local_of_stage_[static_cast<std::size_t>(s)] = static_cast<int>(i);
-    held_.push_back(std::make_unique<Held>(s, model, shape.part_of_stage(s), shape.microbatches));
-    needs_inputs |= shape.first_in_chain(s);
-    needs_targets |= shape.last_in_chain(s);
-  }
-  // Data of every microbatch this rank may touch, generated once (not part of the timed loop).
-  for (int mb = 0; mb < shape.microbatches; ++mb) {
-    inputs_.push_back(needs_inputs ? kernels::synthetic_input<float>(model.block, mb, model.seed) : std::vector<float>{});
-    targets_.push_back(needs_targets ? kernels::synthetic_target<float>(model.block, mb, model.seed) : std::vector<float>{});
-  }
-  // Activation buffers for the microbatches in flight: allocated now, reused by the pool afterwards.
-  pool_.reserve(activation_bytes(), std::min(shape.microbatches, 4) * static_cast<int>(stages_.size()));
-}
-
-CpuBackend::~CpuBackend() = default;
-
-std::size_t CpuBackend::activation_bytes() const { return static_cast<std::size_t>(model_.activation_bytes()); }
-
-CpuBackend::Held& CpuBackend::held(int stage, const char* what) {
-  if (stage < 0 || stage >= shape_.stages || local_of_stage_[static_cast<std::size_t>(stage)] < 0) {
-    throw ExecutionError(std::string("cpu backend: ") + what + " on stage " + std::to_string(stage) + ", which rank " +
-                         std::to_string(rank_) + " does not hold");
-  }
-  return *held_[static_cast<std::size_t>(local_of_stage_[static_cast<std::size_t>(stage)])];
-}
-
-const CpuBackend::Held& CpuBackend::held(int stage, const char* what) const {
-  return const_cast<CpuBackend*>(this)->held(stage, what);
-}
-
-namespace {
-
-void check_mb(int mb, int microbatches, const char* what) {
-  if (mb < 0 || mb >= microbatches) {
-    throw ExecutionError(std::string("cpu backend: ") + what + ": microbatch " + std::to_string(mb) + " out of range");
-  }
+  return MicrobatchStates("cpu", shape, rank);
 }
 
 void check_buffer(const Buffer& b, std::size_t bytes, const char* what) {
@@ -89,7 +31,37 @@ void check_buffer(const Buffer& b, std::size_t bytes, const char* what) {
   }
 }
 
+void check_mb(int mb, int microbatches, const char* what) {
+  if (mb < 0 || mb >= microbatches) {
+    throw ExecutionError(std::string("cpu backend: ") + what + ": microbatch " + std::to_string(mb) + " out of range");
+  }
+}
+
 }  // namespace
+
+CpuBackend::CpuBackend(const ModelConfig& model, const PipelineShape& shape, int rank)
+    : model_(model), shape_(shape), rank_(rank), states_(checked_states(model, shape, rank)),
+      pool_(std::make_shared<HostMemory>()) {
+  bool needs_inputs = false, needs_targets = false;
+  for (int s : states_.stages()) {
+    models_.emplace_back(model.block, shape.part_of_stage(s) * model.layers_per_stage, model.layers_per_stage, model.seed);
+    needs_inputs |= shape.first_in_chain(s);
+    needs_targets |= shape.last_in_chain(s);
+  }
+  saved_.resize(states_.size());
+  stash_.resize(states_.size());
+  // Data of every microbatch this rank may touch, generated once (not part of the timed loop).
+  for (int mb = 0; mb < shape.microbatches; ++mb) {
+    inputs_.push_back(needs_inputs ? kernels::synthetic_input<float>(model.block, mb, model.seed) : std::vector<float>{});
+    targets_.push_back(needs_targets ? kernels::synthetic_target<float>(model.block, mb, model.seed) : std::vector<float>{});
+  }
+  // Activation buffers for the microbatches in flight: allocated now, reused by the pool afterwards.
+  pool_.reserve(activation_bytes(), std::min(shape.microbatches, 4) * static_cast<int>(models_.size()));
+}
+
+CpuBackend::~CpuBackend() = default;
+
+std::size_t CpuBackend::activation_bytes() const { return static_cast<std::size_t>(model_.activation_bytes()); }
 
 void CpuBackend::load_input(int mb, Buffer& act) {
   check_mb(mb, shape_.microbatches, "load_input");
@@ -100,20 +72,16 @@ void CpuBackend::load_input(int mb, Buffer& act) {
 }
 
 void CpuBackend::forward(int stage, int mb, Buffer& act) {
-  Held& h = held(stage, "F");
-  check_mb(mb, shape_.microbatches, "F");
+  states_.require(Op::F, stage, mb);
   check_buffer(act, activation_bytes(), "F");
-  const auto i = static_cast<std::size_t>(mb);
-  if (h.has_saved[i]) throw ExecutionError("cpu backend: F(" + std::to_string(stage) + ", mb " + std::to_string(mb) + ") ran twice");
+  const std::size_t i = states_.index(stage, mb);
   const std::span<float> x = act.floats();
-  h.model.forward(x, x, h.saved[i]);
-  h.has_saved[i] = 1;
-  h.saved_bytes[i] = h.saved[i].bytes();
-  state_bytes_ += h.saved_bytes[i];
+  models_[states_.local(stage, "F")].forward(x, x, saved_[i]);
+  states_.record(Op::F, stage, mb, saved_[i].bytes());
 }
 
 double CpuBackend::loss(int stage, int mb, Buffer& act) {
-  held(stage, "loss");
+  states_.local(stage, "loss");
   check_mb(mb, shape_.microbatches, "loss");
   check_buffer(act, activation_bytes(), "loss");
   const auto& target = targets_[static_cast<std::size_t>(mb)];
@@ -124,31 +92,19 @@ double CpuBackend::loss(int stage, int mb, Buffer& act) {
 }
 
 void CpuBackend::backward_input(int stage, int mb, Buffer& grad) {
-  Held& h = held(stage, "I");
-  check_mb(mb, shape_.microbatches, "I");
+  states_.require(Op::I, stage, mb);
   check_buffer(grad, activation_bytes(), "I");
-  const auto i = static_cast<std::size_t>(mb);
-  if (!h.has_saved[i]) throw ExecutionError("cpu backend: I(" + std::to_string(stage) + ", mb " + std::to_string(mb) + ") before its F");
-  if (h.has_stash[i]) throw ExecutionError("cpu backend: I(" + std::to_string(stage) + ", mb " + std::to_string(mb) + ") ran twice");
+  const std::size_t i = states_.index(stage, mb);
   const std::span<float> g = grad.floats();
-  h.model.backward_input(std::move(h.saved[i]), g, g, h.stash[i]);
-  h.has_saved[i] = 0;
-  h.has_stash[i] = 1;
-  state_bytes_ -= h.saved_bytes[i];
-  h.saved_bytes[i] = 0;
-  h.stash_bytes[i] = h.stash[i].bytes();
-  state_bytes_ += h.stash_bytes[i];
+  models_[states_.local(stage, "I")].backward_input(std::move(saved_[i]), g, g, stash_[i]);
+  states_.record(Op::I, stage, mb, stash_[i].bytes());
 }
 
 void CpuBackend::backward_weight(int stage, int mb) {
-  Held& h = held(stage, "W");
-  check_mb(mb, shape_.microbatches, "W");
-  const auto i = static_cast<std::size_t>(mb);
-  if (!h.has_stash[i]) throw ExecutionError("cpu backend: W(" + std::to_string(stage) + ", mb " + std::to_string(mb) + ") before its I");
-  h.model.backward_weight(std::move(h.stash[i]));
-  h.has_stash[i] = 0;
-  state_bytes_ -= h.stash_bytes[i];
-  h.stash_bytes[i] = 0;
+  states_.require(Op::W, stage, mb);
+  const std::size_t i = states_.index(stage, mb);
+  models_[states_.local(stage, "W")].backward_weight(std::move(stash_[i]));
+  states_.record(Op::W, stage, mb);
 }
 
 void CpuBackend::backward(int stage, int mb, Buffer& grad) {
@@ -157,41 +113,23 @@ void CpuBackend::backward(int stage, int mb, Buffer& grad) {
 }
 
 void CpuBackend::zero_grads() {
-  for (auto& h : held_) h->model.zero_grads();
+  for (auto& m : models_) m.zero_grads();
 }
 
-std::vector<kernels::BlockGrads> CpuBackend::gradients(int stage) const { return held(stage, "gradients").model.grads(); }
+std::vector<kernels::BlockGrads> CpuBackend::gradients(int stage) const { return stage_model(stage).grads(); }
 
 std::int64_t CpuBackend::static_bytes() const {
   std::int64_t n = 0;
-  for (const auto& h : held_) n += 2 * h->model.param_count() * static_cast<std::int64_t>(sizeof(float));
+  for (const auto& m : models_) n += 2 * m.param_count() * static_cast<std::int64_t>(sizeof(float));
   return n;
 }
 
-std::vector<std::string> CpuBackend::held_state() const {
-  std::vector<std::string> out;
-  for (const auto& h : held_) {
-    for (std::size_t mb = 0; mb < h->has_saved.size(); ++mb) {
-      const std::string at = "(stage " + std::to_string(h->stage) + ", mb " + std::to_string(mb) + ")";
-      if (h->has_saved[mb]) out.push_back(at + ": forward state (its I/B never ran)");
-      if (h->has_stash[mb]) out.push_back(at + ": weight-grad stash (its W never ran)");
-    }
-  }
-  return out;
-}
-
 void CpuBackend::discard_state() {
-  for (auto& h : held_) {
-    for (std::size_t mb = 0; mb < h->has_saved.size(); ++mb) {
-      h->saved[mb] = {};
-      h->stash[mb] = {};
-      h->has_saved[mb] = h->has_stash[mb] = 0;
-      h->saved_bytes[mb] = h->stash_bytes[mb] = 0;
-    }
-  }
-  state_bytes_ = 0;
+  for (auto& s : saved_) s = {};
+  for (auto& s : stash_) s = {};
+  states_.discard();
 }
 
-const kernels::StageModel& CpuBackend::stage_model(int stage) const { return held(stage, "stage_model").model; }
+const kernels::StageModel& CpuBackend::stage_model(int stage) const { return models_[states_.local(stage, "stage_model")]; }
 
 }  // namespace pipelab::runtime

@@ -32,25 +32,15 @@ const char* kind_name(float k) {
 
 NullBackend::NullBackend(const PipelineShape& shape, int rank, std::size_t activation_bytes, NullTimes times, bool check_routing)
     : shape_(shape),
-      rank_(rank),
       bytes_(activation_bytes),
       times_(times),
       check_(check_routing),
-      stages_(shape.stages_of_rank(rank)),
-      state_(static_cast<std::size_t>(shape.stages) * static_cast<std::size_t>(shape.microbatches), State::None),
+      states_("null", shape, rank),
       pool_(std::make_shared<HostMemory>()) {
   if (bytes_ == 0 || (check_ && bytes_ < 4 * sizeof(float))) {
     throw InputError("null backend: activation_bytes=" + std::to_string(bytes_) + " too small");
   }
   calls_.reserve(static_cast<std::size_t>(4 * shape.stages * shape.microbatches));
-}
-
-NullBackend::State& NullBackend::state(int stage, int mb, const char* what) {
-  if (stage < 0 || stage >= shape_.stages || shape_.rank_of(stage) != rank_ || mb < 0 || mb >= shape_.microbatches) {
-    throw ExecutionError(std::string("null backend: ") + what + "(" + std::to_string(stage) + ", mb " + std::to_string(mb) +
-                         ") is not on rank " + std::to_string(rank_));
-  }
-  return state_[static_cast<std::size_t>(stage) * static_cast<std::size_t>(shape_.microbatches) + static_cast<std::size_t>(mb)];
 }
 
 void NullBackend::stamp(Buffer& b, float kind, int stage, int mb) const {
@@ -76,16 +66,14 @@ void NullBackend::check_stamp(const Buffer& b, float kind, int stage, int mb, co
 void NullBackend::load_input(int mb, Buffer& act) { stamp(act, kInput, -1, mb); }
 
 void NullBackend::forward(int stage, int mb, Buffer& act) {
-  State& s = state(stage, mb, "F");
-  if (s != State::None) throw ExecutionError("null backend: F(" + std::to_string(stage) + ", mb " + std::to_string(mb) + ") ran twice");
+  states_.require(Op::F, stage, mb);
   if (shape_.first_in_chain(stage)) {
     check_stamp(act, kInput, -1, mb, "F");
   } else {
     check_stamp(act, kActivation, stage - 1, mb, "F");
   }
   spin_for(times_.f_ns);
-  s = State::Forward;
-  ++held_;
+  states_.record(Op::F, stage, mb);
   stamp(act, kActivation, stage, mb);
   calls_.push_back(Action::make(Op::F, stage, mb));
 }
@@ -97,49 +85,28 @@ double NullBackend::loss(int stage, int mb, Buffer& act) {
 }
 
 void NullBackend::backward_input(int stage, int mb, Buffer& grad) {
-  State& s = state(stage, mb, "I");
-  if (s != State::Forward) throw ExecutionError("null backend: I(" + std::to_string(stage) + ", mb " + std::to_string(mb) + ") without its F");
+  states_.require(Op::I, stage, mb);
   if (shape_.last_in_chain(stage)) {
     check_stamp(grad, kLossGrad, stage, mb, "I");
   } else {
     check_stamp(grad, kGradient, stage + 1, mb, "I");
   }
   spin_for(times_.i_ns);
-  s = State::Stash;
+  states_.record(Op::I, stage, mb);
   stamp(grad, kGradient, stage, mb);
   calls_.push_back(Action::make(Op::I, stage, mb));
 }
 
 void NullBackend::backward_weight(int stage, int mb) {
-  State& s = state(stage, mb, "W");
-  if (s != State::Stash) throw ExecutionError("null backend: W(" + std::to_string(stage) + ", mb " + std::to_string(mb) + ") without its I");
+  states_.require(Op::W, stage, mb);
   spin_for(times_.w_ns);
-  s = State::None;
-  --held_;
+  states_.record(Op::W, stage, mb);
   calls_.push_back(Action::make(Op::W, stage, mb));
 }
 
 void NullBackend::backward(int stage, int mb, Buffer& grad) {
   backward_input(stage, mb, grad);
   backward_weight(stage, mb);
-}
-
-std::int64_t NullBackend::state_bytes() const { return held_; }
-
-std::vector<std::string> NullBackend::held_state() const {
-  std::vector<std::string> out;
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    if (state_[i] == State::None) continue;
-    const auto m = static_cast<std::size_t>(shape_.microbatches);
-    out.push_back("(stage " + std::to_string(i / m) + ", mb " + std::to_string(i % m) + "): " +
-                  (state_[i] == State::Forward ? "forward state (its I/B never ran)" : "weight-grad stash (its W never ran)"));
-  }
-  return out;
-}
-
-void NullBackend::discard_state() {
-  std::fill(state_.begin(), state_.end(), State::None);
-  held_ = 0;
 }
 
 }  // namespace pipelab::runtime

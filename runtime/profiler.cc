@@ -12,6 +12,7 @@
 #include "pipelab/runtime/errors.h"
 #include "pipelab/runtime/inproc_transport.h"
 #include "pipelab/runtime/machine.h"
+#include "pipelab/runtime/rank_threads.h"
 
 namespace pipelab::runtime {
 namespace {
@@ -253,24 +254,11 @@ P2PProfile measure_inproc_p2p(std::span<const std::int64_t> sizes, int repeats, 
   InprocWorld world(shape, wait);
   const bool pin = hardware_cores() >= 2;
   P2PProfile result;
-  std::exception_ptr errors[2];
-  auto side = [&](int r) {
-    try {
-      if (pin) pin_current_thread(r);
-      P2PProfile p = measure_p2p(world.transport(r), r == 0 ? pool0 : pool1, sizes, repeats, timeout);
-      if (r == 0) result = std::move(p);
-    } catch (const std::exception& e) {
-      errors[r] = std::current_exception();
-      world.transport(r).abort(e.what());
-    }
-  };
-  std::thread t0(side, 0), t1(side, 1);
-  t0.join();
-  t1.join();
-  world.transport(0).cancel_all();
-  world.transport(1).cancel_all();
-  const int first = world.first_failed_rank();
-  if (first >= 0 && errors[first]) std::rethrow_exception(errors[first]);
+  // Messages left in the world's mailboxes (after a failure) return to the pools when it is destroyed.
+  run_on_rank_threads(world, pin, [&](int r) {
+    P2PProfile p = measure_p2p(world.transport(r), r == 0 ? pool0 : pool1, sizes, repeats, timeout);
+    if (r == 0) result = std::move(p);
+  });
   return result;
 }
 

@@ -6,7 +6,6 @@
 #include <cstring>
 #include <exception>
 #include <optional>
-#include <thread>
 #include <type_traits>
 
 #include "pipelab/base/error.h"
@@ -15,6 +14,7 @@
 #include "pipelab/runtime/errors.h"
 #include "pipelab/runtime/inproc_transport.h"
 #include "pipelab/runtime/machine.h"
+#include "pipelab/runtime/rank_threads.h"
 #include "pipelab/schedules/validate.h"
 
 namespace pipelab::runtime {
@@ -198,35 +198,13 @@ RunResult run_inprocess(const Schedule& lowered, const BackendFactory& make_back
   // (whose pools own the memory).
   std::vector<std::unique_ptr<Backend>> backends(static_cast<std::size_t>(P));
   std::vector<RankOutcome> outcomes(static_cast<std::size_t>(P));
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(P));
   {
     InprocWorld world(lowered.shape, options.wait, cores);
-    std::vector<std::thread> threads;
-    threads.reserve(static_cast<std::size_t>(P));
-    for (int r = 0; r < P; ++r) {
-      threads.emplace_back([&, r] {
-        const auto i = static_cast<std::size_t>(r);
-        try {
-          if (pin) pin_current_thread(r);
-          backends[i] = make_backend(r);
-          outcomes[i] = run_rank(lowered, r, *backends[i], world.transport(r), options);
-        } catch (const PeerAborted&) {
-          errors[i] = std::current_exception();
-        } catch (const std::exception& e) {
-          errors[i] = std::current_exception();
-          world.transport(r).abort(e.what());  // no-op when the executor already told the others
-        } catch (...) {
-          errors[i] = std::current_exception();
-          world.transport(r).abort("unknown exception");
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    const int first = world.first_failed_rank();
-    if (first >= 0 && errors[static_cast<std::size_t>(first)]) std::rethrow_exception(errors[static_cast<std::size_t>(first)]);
-    for (const auto& e : errors) {
-      if (e) std::rethrow_exception(e);
-    }
+    run_on_rank_threads(world, pin, [&](int r) {
+      const auto i = static_cast<std::size_t>(r);
+      backends[i] = make_backend(r);
+      outcomes[i] = run_rank(lowered, r, *backends[i], world.transport(r), options);
+    });
   }
   return assemble(lowered, outcomes, options.iterations);
 }

@@ -3,11 +3,11 @@
 // weights), each with its own gradient accumulator.
 #pragma once
 
-#include <memory>
 #include <vector>
 
 #include "pipelab/kernels/stage.h"
 #include "pipelab/runtime/backend.h"
+#include "pipelab/runtime/microbatch_states.h"
 
 namespace pipelab::runtime {
 
@@ -21,7 +21,7 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
   BufferPool& pool() override { return pool_; }
   std::size_t activation_bytes() const override;
-  const std::vector<int>& stages() const override { return stages_; }
+  const std::vector<int>& stages() const override { return states_.stages(); }
 
   void load_input(int mb, Buffer& act) override;
   void forward(int stage, int mb, Buffer& act) override;
@@ -33,28 +33,24 @@ class CpuBackend final : public Backend {
   double flops(const Action& a) const override { return action_flops(model_, a); }
   void zero_grads() override;
   std::vector<kernels::BlockGrads> gradients(int stage) const override;
-  std::int64_t state_bytes() const override { return state_bytes_; }
+  std::int64_t state_bytes() const override { return states_.bytes(); }
   std::int64_t static_bytes() const override;
-  std::vector<std::string> held_state() const override;
+  std::vector<std::string> held_state() const override { return states_.held_state(); }
   void discard_state() override;
 
   const kernels::StageModel& stage_model(int stage) const;
   const ModelConfig& model() const { return model_; }
 
  private:
-  struct Held;  // one held stage with its per-microbatch slots
-  Held& held(int stage, const char* what);
-  const Held& held(int stage, const char* what) const;
-
   ModelConfig model_;
   PipelineShape shape_;
   int rank_;
-  std::vector<int> stages_;
-  std::vector<std::unique_ptr<Held>> held_;    // parallel to stages_
-  std::vector<int> local_of_stage_;            // stage -> index into held_, -1 if not here
+  MicrobatchStates states_;
+  std::vector<kernels::StageModel> models_;    // parallel to stages()
+  std::vector<kernels::StageSaved> saved_;     // per states_.index(stage, mb)
+  std::vector<kernels::StageStash> stash_;     // per states_.index(stage, mb)
   std::vector<std::vector<float>> inputs_;     // per microbatch (first stages only)
   std::vector<std::vector<float>> targets_;    // per microbatch (last stages only)
-  std::int64_t state_bytes_ = 0;
   BufferPool pool_;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pipelab/runtime/backend.h"
+#include "pipelab/runtime/microbatch_states.h"
 
 namespace pipelab::runtime {
 
@@ -26,7 +27,7 @@ class NullBackend final : public Backend {
   std::string_view name() const override { return "null"; }
   BufferPool& pool() override { return pool_; }
   std::size_t activation_bytes() const override { return bytes_; }
-  const std::vector<int>& stages() const override { return stages_; }
+  const std::vector<int>& stages() const override { return states_.stages(); }
 
   void begin_iteration() override { calls_.clear(); }
   void load_input(int mb, Buffer& act) override;
@@ -39,28 +40,24 @@ class NullBackend final : public Backend {
   double flops(const Action&) const override { return 0; }
   void zero_grads() override {}
   std::vector<kernels::BlockGrads> gradients(int) const override { return {}; }
-  std::int64_t state_bytes() const override;
+  /// The number of microbatches holding state (the null backend holds no bytes).
+  std::int64_t state_bytes() const override { return states_.held(); }
   std::int64_t static_bytes() const override { return 0; }
-  std::vector<std::string> held_state() const override;
-  void discard_state() override;
+  std::vector<std::string> held_state() const override { return states_.held_state(); }
+  void discard_state() override { states_.discard(); }
 
   /// Compute calls of the last iteration in the order they ran, e.g. 0F0, 0I0, 0W0.
   const std::vector<Action>& calls() const { return calls_; }
 
  private:
-  enum class State : std::uint8_t { None, Forward, Stash };
-  State& state(int stage, int mb, const char* what);
   void check_stamp(const Buffer& b, float kind, int stage, int mb, const char* what) const;
   void stamp(Buffer& b, float kind, int stage, int mb) const;
 
   PipelineShape shape_;
-  int rank_;
   std::size_t bytes_;
   NullTimes times_;
   bool check_;
-  std::vector<int> stages_;
-  std::vector<State> state_;  // stage * m + mb
-  std::int64_t held_ = 0;     // entries of state_ that are not None
+  MicrobatchStates states_;
   std::vector<Action> calls_;
   BufferPool pool_;
 };
