@@ -19,9 +19,10 @@ void* HostMemory::allocate(std::size_t bytes) {
 void HostMemory::deallocate(void* p, std::size_t) noexcept { std::free(p); }
 
 void Buffer::reset() noexcept {
-  if (data_ != nullptr && pool_ != nullptr) pool_->release(data_, bytes_);
+  if (data_ != nullptr && pool_ != nullptr) pool_->release(data_, fence_, bytes_);
   pool_ = nullptr;
   data_ = nullptr;
+  fence_ = nullptr;
   bytes_ = 0;
 }
 
@@ -40,7 +41,10 @@ BufferPool::~BufferPool() {
     std::abort();
   }
   for (auto& [bytes, list] : free_) {
-    for (void* p : list) memory_->deallocate(p, bytes);
+    for (const Block& b : list) {
+      memory_->destroy_fence(b.fence);
+      memory_->deallocate(b.data, bytes);
+    }
   }
 }
 
@@ -51,23 +55,26 @@ Buffer BufferPool::acquire(std::size_t bytes) {
     ++outstanding_;
     for (auto& [size, list] : free_) {
       if (size == bytes && !list.empty()) {
-        void* p = list.back();
+        const Block b = list.back();
         list.pop_back();
-        return Buffer(this, p, bytes);
+        return Buffer(this, b.data, b.fence, bytes);
       }
     }
   }
   void* p = nullptr;
+  void* fence = nullptr;
   try {
     p = memory_->allocate(bytes);
+    fence = memory_->create_fence();
   } catch (...) {
+    if (p != nullptr) memory_->deallocate(p, bytes);
     std::lock_guard lock(mutex_);
     --outstanding_;
     throw;
   }
   std::lock_guard lock(mutex_);
   allocated_bytes_ += static_cast<std::int64_t>(bytes);
-  return Buffer(this, p, bytes);
+  return Buffer(this, p, fence, bytes);
 }
 
 void BufferPool::reserve(std::size_t bytes, int count) {
@@ -76,18 +83,22 @@ void BufferPool::reserve(std::size_t bytes, int count) {
   for (int i = 0; i < count; ++i) held.push_back(acquire(bytes));
 }
 
-void BufferPool::release(void* data, std::size_t bytes) noexcept {
+void BufferPool::release(void* data, void* fence, std::size_t bytes) noexcept {
   std::lock_guard lock(mutex_);
   --outstanding_;
-  for (auto& [size, list] : free_) {
-    if (size == bytes) {
-      list.push_back(data);
-      return;
-    }
-  }
   try {
-    free_.emplace_back(bytes, std::vector<void*>{data});
+    for (auto& [size, list] : free_) {
+      if (size == bytes) {
+        list.push_back(Block{data, fence});
+        return;
+      }
+    }
+    free_.emplace_back(bytes, std::vector<Block>{Block{data, fence}});
   } catch (...) {
+    // Out of memory for the free list: give the memory back instead. (A device buffer's fence is
+    // destroyed while work may still be pending on it; destroying an event with pending work is
+    // defined — its resources are released once it completes.)
+    memory_->destroy_fence(fence);
     memory_->deallocate(data, bytes);
     allocated_bytes_ -= static_cast<std::int64_t>(bytes);
   }

@@ -13,16 +13,6 @@
 
 namespace pipelab::runtime {
 
-namespace {
-
-// The message a SEND/RECV action moves, keyed like the transports key it: by its RECV's stage.
-MessageKey message_of(const Action& p2p) {
-  const Action recv = (p2p.op == Op::RecvF || p2p.op == Op::RecvB) ? p2p : matching_p2p(p2p);
-  return MessageKey{recv.op == Op::RecvF ? Direction::Forward : Direction::Backward, recv.stage, recv.mb};
-}
-
-}  // namespace
-
 struct RankExecutor::Impl {
   const Schedule& schedule;
   const PipelineShape& shape;
@@ -48,6 +38,13 @@ struct RankExecutor::Impl {
   std::vector<double> flops;                // per list position
   std::vector<TimelineEvent> events;
   std::size_t event_capacity = 0;
+  // Events of a device-timed rank whose times are markers resolved after the iteration.
+  struct DeviceTimed {
+    std::size_t event;
+    DeviceInterval interval;
+  };
+  std::vector<DeviceTimed> device_timed;
+  DeviceClock* clock = nullptr;  // the backend's; nullptr = host-timed
   // Activation-sized buffers this rank holds between actions (outputs waiting for their SEND or
   // local consumer, received data waiting for its consumer). A loaded input counts from the moment
   // its F consumes it, so the peak means what the simulator's activation memory means: the memory
@@ -77,6 +74,8 @@ struct RankExecutor::Impl {
       if (slot) event_capacity += 2;  // an action and, for a consumer of a message, its RECV event
     }
     events.reserve(event_capacity);
+    clock = backend.clock();
+    if (clock) device_timed.reserve(event_capacity);
   }
 
   std::int64_t now() const { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch).count(); }
@@ -135,6 +134,7 @@ struct RankExecutor::Impl {
     ++live_buffers;
     const std::int64_t end = std::max<std::int64_t>(r->arrived_ns, 0);
     const std::int64_t start = r->sent_ns >= 0 ? std::min(r->sent_ns, end) : end;
+    if (r->device.clock) device_timed.push_back({events.size(), r->device});
     events.push_back(TimelineEvent{recv, Stream::Recv, start, end, static_cast<std::int64_t>(r->buffer.bytes()), 0});
     return std::move(r->buffer);
   }
@@ -241,6 +241,7 @@ struct RankExecutor::Impl {
     for (Buffer& b : loss_grad) b.reset();
     for (Buffer& b : inputs) b.reset();
     events.clear();
+    device_timed.clear();
     live_buffers = 0;
   }
 
@@ -262,6 +263,7 @@ struct RankExecutor::Impl {
     reset_iteration();
     load_inputs();
     epoch = transport.barrier(options.timeout);
+    if (clock) clock->start_iteration();
     for (std::size_t pos = 0; pos < list.size(); ++pos) {
       if (!list[pos]) continue;
       const Action& a = *list[pos];
@@ -284,8 +286,12 @@ struct RankExecutor::Impl {
     }
     for (const SendCompletion& c : transport.flush_sends(options.timeout)) {
       const std::int32_t e = send_event[messages(c.key)];
-      if (e >= 0) events[static_cast<std::size_t>(e)].end_ns = std::max(events[static_cast<std::size_t>(e)].start_ns, c.done_ns);
+      if (e < 0) continue;
+      if (c.device.clock) device_timed.push_back({static_cast<std::size_t>(e), c.device});
+      events[static_cast<std::size_t>(e)].end_ns = std::max(events[static_cast<std::size_t>(e)].start_ns, c.done_ns);
     }
+    rec.loss += backend.finish_iteration();
+    resolve_device_times();
     if (options.check_state) check_leftovers();
     std::stable_sort(events.begin(), events.end(), [](const TimelineEvent& x, const TimelineEvent& y) { return x.start_ns < y.start_ns; });
     rec.events.swap(events);  // the record takes this iteration's events; the next gets fresh storage
@@ -313,13 +319,35 @@ struct RankExecutor::Impl {
     } else {
       first = gather(a, pos, a);
     }
-    const std::int64_t start = now();
+    std::int64_t start = 0, end = 0;
+    DeviceInterval marks;
+    if (clock) {
+      marks = {clock, backend.begin_action(a), DeviceClock::kNone};
+    } else {
+      start = now();
+    }
     double loss = compute(f_half, std::move(first));
     if (a.op == Op::OverlapFB) loss += compute(b_half, std::move(second));
-    backend.synchronize();
-    const std::int64_t end = now();
+    if (clock) {
+      marks.end = backend.end_action(a);
+      device_timed.push_back({events.size(), marks});
+    } else {
+      backend.synchronize();
+      end = now();
+    }
     rec.loss += loss;
     events.push_back(TimelineEvent{a, Stream::Compute, start, end, 0, flops[pos]});
+  }
+
+  // Device-timed events get their start and end from their markers (the device has caught up:
+  // finish_iteration synchronized it). A marker a transport did not set keeps the host time.
+  void resolve_device_times() {
+    for (const DeviceTimed& d : device_timed) {
+      TimelineEvent& e = events[d.event];
+      if (d.interval.start != DeviceClock::kNone) e.start_ns = d.interval.clock->resolve(d.interval.start);
+      if (d.interval.end != DeviceClock::kNone) e.end_ns = d.interval.clock->resolve(d.interval.end);
+      e.end_ns = std::max(e.end_ns, e.start_ns);
+    }
   }
 
   // Strings are built only for what is left over: the common, clean iteration allocates nothing.

@@ -235,8 +235,4 @@ std::vector<std::vector<std::byte>> MpiControl::gather(std::span<const std::byte
   return out;
 }
 
-void MpiControl::broadcast(std::span<std::byte> bytes) {
-  mpi_check(MPI_Bcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, comm_), "MPI_Bcast");
-}
-
 }  // namespace pipelab::runtime::detail

@@ -49,8 +49,6 @@ class MpiControl {
   bool any_failed(bool failed, std::chrono::nanoseconds timeout);
   /// Rank 0 gets every rank's bytes (index = rank); the others an empty vector.
   std::vector<std::vector<std::byte>> gather(std::span<const std::byte> data);
-  /// Rank 0's `bytes` on every rank (e.g. NCCL's unique id).
-  void broadcast(std::span<std::byte> bytes);
 
   /// Throws PeerAborted when a peer's abort notice has arrived.
   void check_abort();

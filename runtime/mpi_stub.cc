@@ -12,6 +12,8 @@ MpiSession::MpiSession() {
 
 MpiSession::~MpiSession() = default;
 
+void MpiSession::broadcast(std::span<std::byte>) { throw DeviceError("this pipelab was built without MPI"); }
+
 std::unique_ptr<Transport> MpiSession::transport(const PipelineShape&, WaitPolicy) {
   throw DeviceError("this pipelab was built without MPI");
 }

@@ -327,6 +327,10 @@ MpiSession::~MpiSession() {
   if (!finalized) MPI_Finalize();
 }
 
+void MpiSession::broadcast(std::span<std::byte> bytes) {
+  check(MPI_Bcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
 std::unique_ptr<Transport> MpiSession::transport(const PipelineShape& shape, WaitPolicy wait) {
   return std::make_unique<MpiTransport>(shape, wait);
 }

@@ -189,7 +189,8 @@ std::size_t RunResult::median_iteration() const {
   return order[(order.size() - 1) / 2].second;
 }
 
-RunResult run_inprocess(const Schedule& lowered, const BackendFactory& make_backend, const RunOptions& options) {
+RunResult run_inprocess(const Schedule& lowered, const BackendFactory& make_backend, const RunOptions& options,
+                        const TransportWrapper& wrap) {
   check_runnable(lowered, options);
   const int P = lowered.shape.ranks;
   const int cores = hardware_cores();
@@ -203,7 +204,12 @@ RunResult run_inprocess(const Schedule& lowered, const BackendFactory& make_back
     run_on_rank_threads(world, pin, [&](int r) {
       const auto i = static_cast<std::size_t>(r);
       backends[i] = make_backend(r);
-      outcomes[i] = run_rank(lowered, r, *backends[i], world.transport(r), options);
+      if (!wrap) {
+        outcomes[i] = run_rank(lowered, r, *backends[i], world.transport(r), options);
+        return;
+      }
+      const std::unique_ptr<Transport> device_transport = wrap(r, world.transport(r), *backends[i]);
+      outcomes[i] = run_rank(lowered, r, *backends[i], *device_transport, options);
     });
   }
   return assemble(lowered, outcomes, options.iterations);

@@ -2,6 +2,7 @@
 // Same math as kernels/block.cc; docs/kernels.md has the equations.
 #include "device_ops.cuh"
 
+#include <algorithm>
 #include <cassert>
 #include <cfloat>
 
@@ -168,6 +169,20 @@ __global__ void swiglu_backward_kernel(const float* dact, const float* gate, con
   dgate[i] = dact[i] * up[i] * s * (1.f + g * (1.f - s));
 }
 
+__global__ void mse_loss_in_place_kernel(float* out, const float* target, std::int64_t n,
+                                         double scale, double* loss) {
+  float sum_sq = 0.f;
+  const double grad_scale = scale * 2.0 / static_cast<double>(n);
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const float diff = out[i] - target[i];
+    sum_sq += diff * diff;
+    out[i] = static_cast<float>(grad_scale * diff);
+  }
+  sum_sq = block_reduce(sum_sq, SumOp{}, 0.f);
+  if (threadIdx.x == 0) atomicAdd(loss, scale * static_cast<double>(sum_sq) / static_cast<double>(n));
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -261,6 +276,14 @@ void swiglu_backward(const float* dact, const float* gate, const float* up, floa
   if (n == 0) return;
   swiglu_backward_kernel<<<elem_blocks(n), kElemThreads, 0, stream>>>(dact, gate, up, dup, dgate,
                                                                       n);
+  PIPELAB_CUDA_CHECK_LAUNCH();
+}
+
+void mse_loss_in_place(float* out, const float* target, std::int64_t n, double scale,
+                       double* loss, cudaStream_t stream) {
+  if (n <= 0) throw InputError("mse_loss_in_place: n=" + std::to_string(n) + " must be > 0");
+  const int blocks = static_cast<int>(std::min<std::int64_t>(elem_blocks(n), 1024));
+  mse_loss_in_place_kernel<<<blocks, kElemThreads, 0, stream>>>(out, target, n, scale, loss);
   PIPELAB_CUDA_CHECK_LAUNCH();
 }
 

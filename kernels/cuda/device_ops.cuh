@@ -60,4 +60,12 @@ void swiglu_forward(const float* gate, const float* up, float* act, std::int64_t
 void swiglu_backward(const float* dact, const float* gate, const float* up, float* dup,
                      float* dgate, std::int64_t n, cudaStream_t stream);
 
+// ---------------------------------------------------------------------------------------------
+// Loss
+
+/// MSE against `target` over n elements, in place like kernels::mse_loss_in_place: out := scale *
+/// 2 (out - target) / n, and *loss (a device double) += scale * mean((out - target)^2).
+void mse_loss_in_place(float* out, const float* target, std::int64_t n, double scale,
+                       double* loss, cudaStream_t stream);
+
 }  // namespace pipelab::kernels::cuda

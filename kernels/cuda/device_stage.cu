@@ -1,133 +1,22 @@
 // DeviceStage: the mock block stack on one GPU. Same passes and the same saved/stash contents as
 // kernels/block.cc (docs/kernels.md), on cuBLAS GEMMs and the kernels of device_ops.cu.
 #include <array>
+#include <optional>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <utility>
 
 #include "cuda_check.h"
+#include "device_memory.cuh"
 #include "device_ops.cuh"
+#include "nvtx_range.h"
 #include "pipelab/base/error.h"
 #include "pipelab/kernels/device_block.h"
 
 namespace pipelab::kernels {
 
 namespace cuda::detail {
-
-/// Makes `device` current for a scope and restores the previous device.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    PIPELAB_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) PIPELAB_CUDA_CHECK(cudaSetDevice(device));
-    changed_ = previous_ != device;
-  }
-  ~DeviceGuard() {
-    if (changed_) PIPELAB_CUDA_LOG(cudaSetDevice(previous_));  // destructors log, never throw
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int previous_ = 0;
-  bool changed_ = false;
-};
-
-/// DeviceGuard for destructors: never throws, logs failures; ok() says whether `device` is current.
-class NoThrowDeviceGuard {
- public:
-  explicit NoThrowDeviceGuard(int device) noexcept {
-    if (!PIPELAB_CUDA_LOG(cudaGetDevice(&previous_))) return;
-    if (previous_ == device) {
-      ok_ = true;
-      return;
-    }
-    ok_ = changed_ = PIPELAB_CUDA_LOG(cudaSetDevice(device));
-  }
-  ~NoThrowDeviceGuard() {
-    if (changed_) PIPELAB_CUDA_LOG(cudaSetDevice(previous_));
-  }
-  NoThrowDeviceGuard(const NoThrowDeviceGuard&) = delete;
-  NoThrowDeviceGuard& operator=(const NoThrowDeviceGuard&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  int previous_ = 0;
-  bool ok_ = false;
-  bool changed_ = false;
-};
-
-/// Stream-ordered fp32 device array (cudaMallocAsync / cudaFreeAsync). Per-microbatch state.
-/// It records its device and the stream its last pass was enqueued on (the allocating stream until
-/// used_on() moves it), so that state dropped without being consumed is freed in that stream's
-/// order, on that device, without synchronizing anything.
-class DevArray {
- public:
-  DevArray() = default;
-  /// On the current device (the callers hold a DeviceGuard), ordered on `stream`.
-  static DevArray alloc(std::size_t elems, cudaStream_t stream) {
-    DevArray a;
-    PIPELAB_CUDA_CHECK(cudaGetDevice(&a.device_));
-    a.stream_ = stream;
-    if (elems > 0) {
-      PIPELAB_CUDA_CHECK(
-          cudaMallocAsync(reinterpret_cast<void**>(&a.ptr_), elems * sizeof(float), stream));
-    }
-    a.size_ = elems;
-    return a;
-  }
-  ~DevArray() { reset(); }
-  DevArray(DevArray&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)),
-        size_(std::exchange(o.size_, 0)),
-        device_(o.device_),
-        stream_(o.stream_) {}
-  /// Frees what this array held (stream-ordered, no device synchronization), then takes `o`'s.
-  DevArray& operator=(DevArray&& o) noexcept {
-    if (this != &o) {
-      reset();
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      size_ = std::exchange(o.size_, 0);
-      device_ = o.device_;
-      stream_ = o.stream_;
-    }
-    return *this;
-  }
-  DevArray(const DevArray&) = delete;
-  DevArray& operator=(const DevArray&) = delete;
-
-  /// Work reading or writing the array is now enqueued on `stream` (a later pass, possibly on
-  /// another stream): a drop frees it after that work rather than after the allocating stream's.
-  void used_on(cudaStream_t stream) { stream_ = stream; }
-  /// Stream-ordered free after the work already enqueued on `stream` (the consuming pass's).
-  void release(cudaStream_t stream) {
-    if (ptr_ != nullptr) PIPELAB_CUDA_CHECK(cudaFreeAsync(ptr_, stream));
-    ptr_ = nullptr;
-    size_ = 0;
-  }
-  float* get() const { return ptr_; }
-  std::size_t size() const { return size_; }
-  std::int64_t bytes() const { return static_cast<std::int64_t>(size_ * sizeof(float)); }
-
- private:
-  /// The drop path (destructor, move-assignment): free on the owning device, in the order of the
-  /// recorded stream (which must still exist). Never throws; failures are logged to stderr, and
-  /// the memory is leaked when the device cannot be made current.
-  void reset() noexcept {
-    if (ptr_ != nullptr) {
-      NoThrowDeviceGuard guard(device_);
-      if (guard.ok()) PIPELAB_CUDA_LOG(cudaFreeAsync(ptr_, stream_));
-    }
-    ptr_ = nullptr;
-    size_ = 0;
-  }
-
-  float* ptr_ = nullptr;
-  std::size_t size_ = 0;
-  int device_ = 0;
-  cudaStream_t stream_ = nullptr;
-};
 
 /// Marks every array of a saved/stash block as used on `s`.
 template <std::size_t N>
@@ -199,7 +88,7 @@ struct DevParams {
 }  // namespace cuda::detail
 
 using cuda::detail::DevArray;
-using cuda::detail::DeviceGuard;
+using cuda::DeviceGuard;
 using cuda::detail::DevParams;
 using cuda::detail::SavedBlock;
 using cuda::detail::StashBlock;
@@ -231,7 +120,7 @@ DeviceBuffer::DeviceBuffer(int device, std::size_t elems) : size_(elems), device
 
 DeviceBuffer::~DeviceBuffer() {
   if (data_ != nullptr) {
-    cuda::detail::NoThrowDeviceGuard guard(device_);
+    cuda::NoThrowDeviceGuard guard(device_);
     if (guard.ok()) PIPELAB_CUDA_LOG(cudaFree(data_));  // leaked (and logged) otherwise
   }
 }
@@ -243,7 +132,7 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& o) noexcept
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   if (this != &o) {
-    this->~DeviceBuffer();
+    DeviceBuffer old(std::move(*this));  // frees what this held (its destructor), then take o's
     data_ = std::exchange(o.data_, nullptr);
     size_ = std::exchange(o.size_, 0);
     device_ = std::exchange(o.device_, -1);
@@ -318,7 +207,7 @@ struct DeviceStage::Impl {
 
   ~Impl() {
     if (handle != nullptr) {
-      cuda::detail::NoThrowDeviceGuard guard(device);
+      cuda::NoThrowDeviceGuard guard(device);
       if (guard.ok()) PIPELAB_CUBLAS_LOG(cublasDestroy(handle));
     }
   }
@@ -401,6 +290,7 @@ struct DeviceStage::Impl {
     const float eps = static_cast<float>(kRmsNormEps);
 
     // Step 1: y = x + Attn(RMSNorm1(x)) Wo, in place in x_out.
+    std::optional<cuda::NvtxRange> range(std::in_place, "attention.F");
     cuda::rmsnorm_forward(x_out, p.norm1_gain.data(), t, h, eps, sv.xhat1.get(), sv.rstd1.get(),
                           sv.n1.get(), s);
     mm(false, false, t, 3 * h, h, sv.n1.get(), h, p.w_qkv.data(), 3 * h, 0.f, sv.qkv.get(), 3 * h);
@@ -408,6 +298,7 @@ struct DeviceStage::Impl {
     mm(false, false, t, h, h, sv.attn.get(), h, p.w_out.data(), h, 1.f, x_out, h);
 
     // Step 2: z = y + MLP(RMSNorm2(y)).
+    range.emplace("mlp.F");
     cuda::rmsnorm_forward(x_out, p.norm2_gain.data(), t, h, eps, sv.yhat2.get(), sv.rstd2.get(),
                           sv.n2.get(), s);
     if (shape.swiglu) {
@@ -430,6 +321,7 @@ struct DeviceStage::Impl {
                                        cudaMemcpyDeviceToDevice, s));
 
     // Step 1: MLP.
+    std::optional<cuda::NvtxRange> range(std::in_place, "mlp.I");
     DevArray dact = DevArray::alloc(tf(), s);
     mm(false, true, t, f, h, st.dz.get(), h, p.w_down.data(), h, 0.f, dact.get(), f);
     st.dup = DevArray::alloc(tf(), s);
@@ -455,6 +347,7 @@ struct DeviceStage::Impl {
                                t, h, st.dy.get(), s);
 
     // Step 3: attention.
+    range.emplace("attention.I");
     DevArray dattn = DevArray::alloc(th(), s);
     mm(false, true, t, h, h, st.dy.get(), h, p.w_out.data(), h, 0.f, dattn.get(), h);
     st.dqkv = DevArray::alloc(3 * th(), s);
@@ -483,6 +376,7 @@ struct DeviceStage::Impl {
   void backward_weight_block(StashBlock& st, DevParams& g, cudaStream_t s) const {
     const int t = this->t(), h = shape.hidden, f = shape.ffn;
     mark_used_on(st.arrays(), s);
+    const cuda::NvtxRange range("weights.W");
     cuda::column_dot_add(st.xhat1.get(), st.dn1.get(), t, h, g.norm1_gain.data(), s);
     mm(true, false, h, 3 * h, t, st.n1.get(), h, st.dqkv.get(), 3 * h, 1.f, g.w_qkv.data(), 3 * h);
     mm(true, false, h, h, t, st.attn.get(), h, st.dy.get(), h, 1.f, g.w_out.data(), h);
@@ -506,9 +400,9 @@ namespace {
 
 cublasComputeType_t compute_type(GemmMath math) {
   switch (math) {
-    case GemmMath::kFp32: return CUBLAS_COMPUTE_32F;
-    case GemmMath::kTf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case GemmMath::kBf16: return CUBLAS_COMPUTE_32F_FAST_16BF;
+    case GemmMath::Fp32: return CUBLAS_COMPUTE_32F;
+    case GemmMath::Tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case GemmMath::Bf16: return CUBLAS_COMPUTE_32F_FAST_16BF;
   }
   return CUBLAS_COMPUTE_32F;
 }

@@ -74,7 +74,7 @@ TEST_P(KernelDeviceStage, MatchesCpuStage) {
   cpu.forward(x, out, saved);
   cpu.backward(std::move(saved), dz, dx);
 
-  for (const DeviceCase& c : {DeviceCase{GemmMath::kFp32, 1e-4}, DeviceCase{GemmMath::kBf16, 5e-2}}) {
+  for (const DeviceCase& c : {DeviceCase{GemmMath::Fp32, 1e-4}, DeviceCase{GemmMath::Bf16, 5e-2}}) {
     DeviceStage dev(s, 0, cpu.params(), c.math);
     DeviceBuffer d_act(0, x.size());
     DeviceBuffer d_grad(0, x.size());

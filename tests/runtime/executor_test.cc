@@ -176,31 +176,7 @@ TEST(Watchdog, NamesTheStuckActionAndWhatItWaitsFor) {
 }
 
 // Forwards to a NullBackend the test owns, so its pool can be inspected after the run.
-class Borrowed final : public Backend {
- public:
-  explicit Borrowed(NullBackend& b) : b_(b) {}
-  std::string_view name() const override { return b_.name(); }
-  BufferPool& pool() override { return b_.pool(); }
-  std::size_t activation_bytes() const override { return b_.activation_bytes(); }
-  const std::vector<int>& stages() const override { return b_.stages(); }
-  void begin_iteration() override { b_.begin_iteration(); }
-  void load_input(int mb, Buffer& a) override { b_.load_input(mb, a); }
-  void forward(int s, int mb, Buffer& a) override { b_.forward(s, mb, a); }
-  double loss(int s, int mb, Buffer& a) override { return b_.loss(s, mb, a); }
-  void backward_input(int s, int mb, Buffer& g) override { b_.backward_input(s, mb, g); }
-  void backward_weight(int s, int mb) override { b_.backward_weight(s, mb); }
-  void backward(int s, int mb, Buffer& g) override { b_.backward(s, mb, g); }
-  double flops(const Action& a) const override { return b_.flops(a); }
-  void zero_grads() override {}
-  std::vector<kernels::BlockGrads> gradients(int s) const override { return b_.gradients(s); }
-  std::int64_t state_bytes() const override { return b_.state_bytes(); }
-  std::int64_t static_bytes() const override { return 0; }
-  std::vector<std::string> held_state() const override { return b_.held_state(); }
-  void discard_state() override { b_.discard_state(); }
-
- private:
-  NullBackend& b_;
-};
+using Borrowed = testing::ForwardingBackend;
 
 TEST(ErrorPropagation, FirstErrorIsReportedOthersStopAndBuffersAreFreed) {
   for (const char* name : {"1f1b", "zb-v", "dualpipev"}) {

@@ -120,26 +120,11 @@ TEST(GradientsCanFail, WhenAScheduleDropsAWeightGrad) {
 
 // A backend that feeds the first stage the input of the wrong microbatch: what an executor bug in
 // routing would do. The gradients must give it away.
-class MisroutingBackend final : public Backend {
+class MisroutingBackend final : public testing::ForwardingBackend {
  public:
-  MisroutingBackend(const ModelConfig& m, const PipelineShape& shape, int rank) : inner_(m, shape, rank) {}
+  MisroutingBackend(const ModelConfig& m, const PipelineShape& shape, int rank) : testing::ForwardingBackend(inner_), inner_(m, shape, rank) {}
   std::string_view name() const override { return "misrouting"; }
-  BufferPool& pool() override { return inner_.pool(); }
-  std::size_t activation_bytes() const override { return inner_.activation_bytes(); }
-  const std::vector<int>& stages() const override { return inner_.stages(); }
   void load_input(int mb, Buffer& a) override { inner_.load_input(mb == 0 ? 1 : mb == 1 ? 0 : mb, a); }
-  void forward(int s, int mb, Buffer& a) override { inner_.forward(s, mb, a); }
-  double loss(int s, int mb, Buffer& a) override { return inner_.loss(s, mb, a); }
-  void backward_input(int s, int mb, Buffer& g) override { inner_.backward_input(s, mb, g); }
-  void backward_weight(int s, int mb) override { inner_.backward_weight(s, mb); }
-  void backward(int s, int mb, Buffer& g) override { inner_.backward(s, mb, g); }
-  double flops(const Action& a) const override { return inner_.flops(a); }
-  void zero_grads() override { inner_.zero_grads(); }
-  std::vector<kernels::BlockGrads> gradients(int s) const override { return inner_.gradients(s); }
-  std::int64_t state_bytes() const override { return inner_.state_bytes(); }
-  std::int64_t static_bytes() const override { return inner_.static_bytes(); }
-  std::vector<std::string> held_state() const override { return inner_.held_state(); }
-  void discard_state() override { inner_.discard_state(); }
 
  private:
   CpuBackend inner_;

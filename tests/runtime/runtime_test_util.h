@@ -10,6 +10,38 @@
 
 namespace pipelab::testing {
 
+/// Forwards every call to another backend; tests derive from it and override what they change.
+class ForwardingBackend : public runtime::Backend {
+ public:
+  explicit ForwardingBackend(runtime::Backend& inner) : b_(inner) {}
+  std::string_view name() const override { return b_.name(); }
+  runtime::BufferPool& pool() override { return b_.pool(); }
+  std::size_t activation_bytes() const override { return b_.activation_bytes(); }
+  const std::vector<int>& stages() const override { return b_.stages(); }
+  void begin_iteration() override { b_.begin_iteration(); }
+  void load_input(int mb, runtime::Buffer& a) override { b_.load_input(mb, a); }
+  void forward(int s, int mb, runtime::Buffer& a) override { b_.forward(s, mb, a); }
+  double loss(int s, int mb, runtime::Buffer& a) override { return b_.loss(s, mb, a); }
+  void backward_input(int s, int mb, runtime::Buffer& g) override { b_.backward_input(s, mb, g); }
+  void backward_weight(int s, int mb) override { b_.backward_weight(s, mb); }
+  void backward(int s, int mb, runtime::Buffer& g) override { b_.backward(s, mb, g); }
+  double flops(const Action& a) const override { return b_.flops(a); }
+  void synchronize() override { b_.synchronize(); }
+  runtime::DeviceClock* clock() override { return b_.clock(); }
+  runtime::DeviceClock::Token begin_action(const Action& a) override { return b_.begin_action(a); }
+  runtime::DeviceClock::Token end_action(const Action& a) override { return b_.end_action(a); }
+  double finish_iteration() override { return b_.finish_iteration(); }
+  void zero_grads() override { b_.zero_grads(); }
+  std::vector<kernels::BlockGrads> gradients(int s) const override { return b_.gradients(s); }
+  std::int64_t state_bytes() const override { return b_.state_bytes(); }
+  std::int64_t static_bytes() const override { return b_.static_bytes(); }
+  std::vector<std::string> held_state() const override { return b_.held_state(); }
+  void discard_state() override { b_.discard_state(); }
+
+ private:
+  runtime::Backend& b_;
+};
+
 /// A block small enough that a whole pipeline iteration takes well under a millisecond.
 inline runtime::ModelConfig tiny_model(int layers_per_stage = 1, bool swiglu = false) {
   runtime::ModelConfig m;

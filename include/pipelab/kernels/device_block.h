@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "pipelab/kernels/block.h"
@@ -21,10 +22,14 @@ bool cuda_built();
 /// (no driver, no device). Never throws.
 int cuda_device_count();
 
-/// Math mode of the cuBLAS GEMMs. Storage is fp32 throughout; kTf32 / kBf16 let cuBLAS round the
+/// Math mode of the cuBLAS GEMMs. Storage is fp32 throughout; Tf32 / Bf16 let cuBLAS round the
 /// GEMM inputs to TF32 / BF16 on tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32 / _FAST_16BF), with
 /// fp32 accumulation.
-enum class GemmMath { kFp32, kTf32, kBf16 };
+enum class GemmMath { Fp32, Tf32, Bf16 };
+
+/// "fp32", "tf32", "bf16" and back; parse throws InputError listing the valid names.
+std::string_view gemm_math_name(GemmMath math);
+GemmMath parse_gemm_math(std::string_view name);
 
 /// Owning fp32 device memory on one device (cudaMalloc). Move-only.
 class DeviceBuffer {
@@ -94,7 +99,7 @@ class DeviceStage {
  public:
   /// Uploads `params` (one BlockParams per layer, all of `shape`) to `device`.
   DeviceStage(const BlockShape& shape, int device, std::span<const BlockParams> params,
-              GemmMath math = GemmMath::kFp32);
+              GemmMath math = GemmMath::Fp32);
   ~DeviceStage();
   DeviceStage(DeviceStage&&) noexcept;
   DeviceStage& operator=(DeviceStage&&) noexcept;
@@ -121,5 +126,19 @@ class DeviceStage {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// The last stage's MSE loss on the device, in place like kernels::mse_loss_in_place: out (n
+/// device floats) becomes d loss / d out and *loss (a device double) accumulates the loss. Enqueued
+/// on `stream`; asynchronous.
+void device_mse_loss_in_place(float* out, const float* target, std::int64_t n, double scale, double* loss,
+                              void* stream);
+
+/// Median device time of one row-major GEMM C(m, n) = A(m, k) B(k, n) in `math` on `device`
+/// (cudaEvent-timed after warm-up, fp32 storage, random data). For profiles and benchmarks.
+double device_gemm_ns(int device, int m, int n, int k, GemmMath math, int repeats = 20);
+
+/// Device memory bandwidth: bytes read plus written per second by a device-to-device copy of
+/// `bytes` (median of `repeats`).
+double device_copy_bandwidth(int device, std::size_t bytes, int repeats = 20);
 
 }  // namespace pipelab::kernels

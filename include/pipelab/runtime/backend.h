@@ -1,7 +1,9 @@
-// The device interface of the runtime: what a backend (cpu now, cuda next) must provide so the shared
+// The device interface of the runtime: what a backend (cpu, cuda) must provide so the shared
 // executor can run a schedule on it. A backend holds the stages of one rank, their weights and
-// gradient accumulators, and the per-microbatch state between F, I and W; activations live in
-// Buffers from its pool. Everything else (order, dependencies, transports, timing) is the executor's.
+// gradient accumulators, and the per-microbatch state between F, I and W (MicrobatchStates);
+// activations live in Buffers from its pool. Everything else (order, dependencies, transports,
+// the timeline) is the executor's. An asynchronous backend (cuda) times its actions on the device
+// through a DeviceClock instead of the host clock.
 #pragma once
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include "pipelab/kernels/block.h"
 #include "pipelab/kernels/shape.h"
 #include "pipelab/runtime/buffer.h"
+#include "pipelab/runtime/device_clock.h"
 #include "pipelab/schedules/action.h"
 #include "pipelab/schedules/schedule.h"
 
@@ -68,6 +71,18 @@ class Backend {
   virtual double flops(const Action& a) const = 0;
   /// Waits for queued work (asynchronous devices) so the host clock can be read. CPU: no-op.
   virtual void synchronize() {}
+
+  /// The device clock of an asynchronous backend; nullptr (cpu): actions are timed by the host
+  /// around their calls, which return when the work is done.
+  virtual DeviceClock* clock() { return nullptr; }
+  /// With a clock: the executor calls begin_action before the compute calls of a compute action
+  /// (F, I, W, B or an F&B unit) and end_action after them; they enqueue the action's start and end
+  /// markers. An F&B unit's backward half may run on a second stream between the two.
+  virtual DeviceClock::Token begin_action(const Action& /*unit*/) { return DeviceClock::kNone; }
+  virtual DeviceClock::Token end_action(const Action& /*unit*/) { return DeviceClock::kNone; }
+  /// After an iteration's last action and the transport's flush: waits for the device and returns
+  /// the loss computed on the device (added to what loss() returned; the cpu returns it there).
+  virtual double finish_iteration() { return 0; }
 
   virtual void zero_grads() = 0;
   /// Host copies of a held stage's gradient accumulators, one per layer.

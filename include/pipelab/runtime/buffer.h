@@ -1,6 +1,9 @@
 // Activation buffers: move-only handles to pooled memory that a backend computes on and a transport
 // moves between ranks. The memory comes from a MemoryResource (host memory for the cpu backend,
 // device memory for a GPU backend), so the executor and transports never know where it lives.
+// Device memory is used by asynchronous streams: each of its buffers carries a fence (an opaque
+// device event) that the last device work on the buffer records and the next work waits for, so a
+// buffer returned to the pool is never reused before the device is done with it.
 #pragma once
 
 #include <cstddef>
@@ -21,6 +24,10 @@ class MemoryResource {
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
   /// True when the host may read and write the memory directly.
   virtual bool host_accessible() const = 0;
+  /// The fence of a new buffer (device memory: an event that records nothing yet); nullptr for
+  /// memory the host uses synchronously. The pool keeps a buffer's fence with its memory.
+  virtual void* create_fence() { return nullptr; }
+  virtual void destroy_fence(void* /*fence*/) noexcept {}
 };
 
 /// 64-byte aligned host memory.
@@ -38,12 +45,17 @@ class Buffer {
  public:
   Buffer() = default;
   ~Buffer() { reset(); }
-  Buffer(Buffer&& o) noexcept : pool_(std::exchange(o.pool_, nullptr)), data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  Buffer(Buffer&& o) noexcept
+      : pool_(std::exchange(o.pool_, nullptr)),
+        data_(std::exchange(o.data_, nullptr)),
+        fence_(std::exchange(o.fence_, nullptr)),
+        bytes_(std::exchange(o.bytes_, 0)) {}
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
       reset();
       pool_ = std::exchange(o.pool_, nullptr);
       data_ = std::exchange(o.data_, nullptr);
+      fence_ = std::exchange(o.fence_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
     }
     return *this;
@@ -54,6 +66,8 @@ class Buffer {
   explicit operator bool() const { return data_ != nullptr; }
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
+  /// The device event guarding this memory (see the file comment); nullptr for host memory.
+  void* fence() const { return fence_; }
   /// The buffer as fp32 elements (host-accessible pools only).
   std::span<float> floats() const { return {static_cast<float*>(data_), bytes_ / sizeof(float)}; }
   std::span<std::byte> byte_span() const { return {static_cast<std::byte*>(data_), bytes_}; }
@@ -62,9 +76,10 @@ class Buffer {
 
  private:
   friend class BufferPool;
-  Buffer(BufferPool* pool, void* data, std::size_t bytes) : pool_(pool), data_(data), bytes_(bytes) {}
+  Buffer(BufferPool* pool, void* data, void* fence, std::size_t bytes) : pool_(pool), data_(data), fence_(fence), bytes_(bytes) {}
   BufferPool* pool_ = nullptr;
   void* data_ = nullptr;
+  void* fence_ = nullptr;
   std::size_t bytes_ = 0;
 };
 
@@ -93,11 +108,15 @@ class BufferPool {
 
  private:
   friend class Buffer;
-  void release(void* data, std::size_t bytes) noexcept;
+  struct Block {
+    void* data;
+    void* fence;
+  };
+  void release(void* data, void* fence, std::size_t bytes) noexcept;
 
   std::shared_ptr<MemoryResource> memory_;
   mutable std::mutex mutex_;
-  std::vector<std::pair<std::size_t, std::vector<void*>>> free_;  // per size
+  std::vector<std::pair<std::size_t, std::vector<Block>>> free_;  // per size
   std::int64_t outstanding_ = 0;
   std::int64_t allocated_bytes_ = 0;
 };

@@ -3,7 +3,9 @@
 // notices from failed peers are seen. No MPI header is included here.
 #pragma once
 
+#include <cstddef>
 #include <memory>
+#include <span>
 
 #include "pipelab/runtime/transport.h"
 
@@ -26,6 +28,8 @@ class MpiSession {
   int size() const { return size_; }
   /// Endpoint on MPI_COMM_WORLD for messages of `shape`; shape.ranks must equal size().
   std::unique_ptr<Transport> transport(const PipelineShape& shape, WaitPolicy wait = WaitPolicy::Auto);
+  /// Rank 0's `bytes` on every rank (a collective: every rank calls it, at start-up; e.g. NCCL's id).
+  void broadcast(std::span<std::byte> bytes);
 
  private:
   int rank_ = 0;

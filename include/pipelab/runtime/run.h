@@ -42,9 +42,14 @@ struct RunResult {
 /// Makes rank r's backend. Called on rank r's thread (so first-touch memory lands near its core).
 using BackendFactory = std::function<std::unique_ptr<Backend>(int rank)>;
 
+/// A device transport over rank r's in-process endpoint (which keeps the barrier, hand-over, abort
+/// and gather), made on rank r's thread after its backend. Empty: the in-process endpoint itself.
+using TransportWrapper = std::function<std::unique_ptr<Transport>(int rank, Transport& inproc, Backend& backend)>;
+
 /// Runs every rank as a thread of this process over an InprocWorld. The first rank error is
 /// rethrown after all threads stopped (the others stop with PeerAborted, which is dropped).
-RunResult run_inprocess(const Schedule& lowered, const BackendFactory& make_backend, const RunOptions& options);
+RunResult run_inprocess(const Schedule& lowered, const BackendFactory& make_backend, const RunOptions& options,
+                        const TransportWrapper& wrap = {});
 
 /// run_inprocess with CpuBackends of `model`.
 RunResult run_cpu_inprocess(const Schedule& lowered, const ModelConfig& model, const RunOptions& options);

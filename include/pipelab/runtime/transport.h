@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pipelab/runtime/buffer.h"
+#include "pipelab/runtime/device_clock.h"
 #include "pipelab/schedules/schedule.h"
 
 namespace pipelab::runtime {
@@ -39,6 +40,9 @@ struct MessageKey {
 /// "activation for stage 2, mb 3" / "gradient for stage 1, mb 0".
 std::string describe(const MessageKey& key);
 
+/// The message a SEND/RECV action moves, keyed by its RECV's stage (as transports key it).
+MessageKey message_of(const Action& p2p);
+
 /// Dense numbering of the messages of a shape (for mailboxes and MPI tags).
 struct MessageIndex {
   std::int32_t stages = 1;
@@ -56,16 +60,20 @@ struct MessageIndex {
 };
 
 /// A completed receive. Times are ns on the receiving rank's iteration clock (see barrier()).
+/// A device transport hands the buffer over before the device has moved the data: the buffer's
+/// fence orders the consumer after the transfer, and `device` times it.
 struct Received {
   Buffer buffer;
   std::int64_t sent_ns = 0;     // when the sender posted it (sender's clock; -1 if unknown)
   std::int64_t arrived_ns = 0;  // when this rank first saw it complete
+  DeviceInterval device;        // set: the transfer's device-timed interval replaces the two above
 };
 
 /// A completed send: when the transport released the sender's buffer.
 struct SendCompletion {
   MessageKey key;
   std::int64_t done_ns = 0;
+  DeviceInterval device;  // set: the device-timed send replaces [post time, done_ns]
 };
 
 class Transport {
