@@ -70,7 +70,7 @@ std::vector<BlockGrads> DeviceStage::download_grads(void*) const {
 void device_mse_loss_in_place(float*, const float*, std::int64_t, double, double*, void*) {
   no_cuda("device_mse_loss_in_place");
 }
-double device_gemm_ns(int, int, int, int, GemmMath, int) { no_cuda("device_gemm_ns"); }
+double device_gemm_ns(int, int, int, int, GemmMath, int, bool) { no_cuda("device_gemm_ns"); }
 double device_copy_bandwidth(int, std::size_t, int) { no_cuda("device_copy_bandwidth"); }
 
 }  // namespace pipelab::kernels

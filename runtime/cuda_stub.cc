@@ -3,6 +3,7 @@
 #include "pipelab/runtime/cuda_backend.h"
 #include "pipelab/runtime/cuda_run.h"
 #include "pipelab/runtime/errors.h"
+#include "pipelab/runtime/profiler.h"
 
 namespace pipelab::runtime {
 
@@ -53,5 +54,8 @@ RunResult run_cuda_distributed(const Schedule&, const ModelConfig&, const CudaRu
                                CudaRunInfo*) {
   no_cuda();
 }
+
+std::string nccl_loopback_check(int, std::size_t) { no_cuda(); }
+MeasuredProfile measure_cuda_profile(const ProfileOptions&, const CudaProfileOptions&) { no_cuda(); }
 
 }  // namespace pipelab::runtime

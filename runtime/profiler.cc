@@ -179,6 +179,28 @@ MeasuredProfile measure_compute(const ProfileOptions& o) {
   return p;
 }
 
+void fit_p2p_line(P2PProfile& p) {
+  // Least-squares line time = latency + bytes / bandwidth through the samples.
+  const double k = static_cast<double>(p.samples.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const P2PSample& s : p.samples) {
+    const double x = static_cast<double>(s.bytes), y = static_cast<double>(s.ns);
+    sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  const double den = k * sxx - sx * sx;
+  const double slope = den > 0 ? (k * sxy - sx * sy) / den : 0.0;  // ns per byte
+  if (slope > 1e-9) {
+    p.bandwidth_bytes_per_s = 1e9 / slope;
+    p.latency_ns = std::max<std::int64_t>(0, static_cast<std::int64_t>((sy - slope * sx) / k + 0.5));
+  } else {
+    // Time does not grow with size (a hand-over): latency only.
+    p.bandwidth_bytes_per_s = 0;
+    std::vector<std::int64_t> ns;
+    for (const P2PSample& s : p.samples) ns.push_back(s.ns);
+    p.latency_ns = median(ns);
+  }
+}
+
 std::vector<std::int64_t> p2p_sizes(std::int64_t activation_bytes) {
   std::vector<std::int64_t> sizes = {8};
   if (activation_bytes > 8) sizes.push_back(activation_bytes);
@@ -225,25 +247,7 @@ P2PProfile measure_p2p(Transport& t, BufferPool& pool, std::span<const std::int6
     out.samples.push_back({bytes, median(round_trips) / 2});
   }
   t.barrier(timeout);
-  // Least-squares line time = latency + bytes / bandwidth through the samples.
-  const double k = static_cast<double>(out.samples.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const P2PSample& s : out.samples) {
-    const double x = static_cast<double>(s.bytes), y = static_cast<double>(s.ns);
-    sx += x, sy += y, sxx += x * x, sxy += x * y;
-  }
-  const double den = k * sxx - sx * sx;
-  const double slope = den > 0 ? (k * sxy - sx * sy) / den : 0.0;  // ns per byte
-  if (slope > 1e-9) {
-    out.bandwidth_bytes_per_s = 1e9 / slope;
-    out.latency_ns = std::max<std::int64_t>(0, static_cast<std::int64_t>((sy - slope * sx) / k + 0.5));
-  } else {
-    // Time does not grow with size (a hand-over): latency only.
-    out.bandwidth_bytes_per_s = 0;
-    std::vector<std::int64_t> ns;
-    for (const P2PSample& s : out.samples) ns.push_back(s.ns);
-    out.latency_ns = median(ns);
-  }
+  fit_p2p_line(out);
   return out;
 }
 

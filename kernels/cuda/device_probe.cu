@@ -1,5 +1,7 @@
 // Device measurements for profiles and benchmarks (GEMM time by shape and math, copy bandwidth)
 // and the device loss entry point.
+#include <cuda_bf16.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -89,17 +91,51 @@ void fill_random(float* p, std::size_t n, unsigned seed, cudaStream_t s) {
   PIPELAB_CUDA_CHECK_LAUNCH();
 }
 
+__global__ void to_bf16_kernel(const float* in, __nv_bfloat16* out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+    out[i] = __float2bfloat16(in[i]);
+  }
+}
+
+void to_bf16(const float* in, __nv_bfloat16* out, std::size_t n, cudaStream_t s) {
+  to_bf16_kernel<<<1024, 256, 0, s>>>(in, out, n);
+  PIPELAB_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
 void device_mse_loss_in_place(float* out, const float* target, std::int64_t n, double scale, double* loss, void* stream) {
   cuda::mse_loss_in_place(out, target, n, scale, loss, static_cast<cudaStream_t>(stream));
 }
 
-double device_gemm_ns(int device, int m, int n, int k, GemmMath math, int repeats) {
+double device_gemm_ns(int device, int m, int n, int k, GemmMath math, int repeats, bool native) {
   check_device(device, "device_gemm_ns");
   if (m <= 0 || n <= 0 || k <= 0) throw InputError("device_gemm_ns: m, n, k must be > 0");
   DeviceGuard guard(device);
   Probe probe(true);
+  if (native && math == GemmMath::Bf16) {
+    // bf16 operands (filled as fp32 then converted by a GEMM-free copy kernel), fp32 accumulation.
+    DeviceBuffer a32(device, static_cast<std::size_t>(m) * k), b32(device, static_cast<std::size_t>(k) * n);
+    fill_random(a32.data(), a32.size(), 1, probe.stream);
+    fill_random(b32.data(), b32.size(), 2, probe.stream);
+    __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr;
+    PIPELAB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&a), a32.size() * sizeof(__nv_bfloat16), probe.stream));
+    PIPELAB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&b), b32.size() * sizeof(__nv_bfloat16), probe.stream));
+    PIPELAB_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&c), static_cast<std::size_t>(m) * n * sizeof(__nv_bfloat16), probe.stream));
+    to_bf16(a32.data(), a, a32.size(), probe.stream);
+    to_bf16(b32.data(), b, b32.size(), probe.stream);
+    const float alpha = 1.f, beta = 0.f;
+    const double ns = probe.median_ns(repeats, [&] {
+      // Row-major C = A B is column-major C^T = B^T A^T: B first, m and n swapped (gemm_layout.h).
+      PIPELAB_CUBLAS_CHECK(cublasGemmEx(probe.handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_16BF, n, a,
+                                        CUDA_R_16BF, k, &beta, c, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    });
+    for (void* p : {static_cast<void*>(a), static_cast<void*>(b), static_cast<void*>(c)}) {
+      PIPELAB_CUDA_CHECK(cudaFreeAsync(p, probe.stream));
+    }
+    PIPELAB_CUDA_CHECK(cudaStreamSynchronize(probe.stream));
+    return ns;
+  }
   DeviceBuffer a(device, static_cast<std::size_t>(m) * k), b(device, static_cast<std::size_t>(k) * n),
       c(device, static_cast<std::size_t>(m) * n);
   fill_random(a.data(), a.size(), 1, probe.stream);

@@ -281,3 +281,44 @@ std::unique_ptr<Transport> NcclPairs::transport(int rank, Transport& control, co
 }
 
 }  // namespace pipelab::runtime::cuda
+
+namespace pipelab::runtime {
+
+std::string nccl_loopback_check(int device, std::size_t bytes) {
+  if (bytes == 0) throw InputError("nccl_loopback_check: bytes must be > 0");
+  cuda::DeviceGuard guard(device);
+  ncclComm_t comm = nullptr;
+  PIPELAB_NCCL_CHECK(ncclCommInitAll(&comm, 1, &device));
+  struct Cleanup {
+    ncclComm_t comm;
+    void* a = nullptr;
+    void* b = nullptr;
+    ~Cleanup() {
+      if (a != nullptr) PIPELAB_CUDA_LOG(cudaFree(a));
+      if (b != nullptr) PIPELAB_CUDA_LOG(cudaFree(b));
+      ncclCommDestroy(comm);
+    }
+  } c{comm};
+  const cuda::Stream stream(device);
+  std::vector<unsigned char> pattern(bytes), back(bytes, 0);
+  for (std::size_t i = 0; i < bytes; ++i) pattern[i] = static_cast<unsigned char>((i * 131 + 7) & 0xff);
+  PIPELAB_CUDA_CHECK(cudaMalloc(&c.a, bytes));
+  PIPELAB_CUDA_CHECK(cudaMalloc(&c.b, bytes));
+  PIPELAB_CUDA_CHECK(cudaMemcpy(c.a, pattern.data(), bytes, cudaMemcpyHostToDevice));
+  PIPELAB_CUDA_CHECK(cudaMemset(c.b, 0, bytes));
+  PIPELAB_NCCL_CHECK(ncclGroupStart());
+  PIPELAB_NCCL_CHECK(ncclSend(c.a, bytes, ncclInt8, 0, comm, stream.get()));
+  PIPELAB_NCCL_CHECK(ncclRecv(c.b, bytes, ncclInt8, 0, comm, stream.get()));
+  PIPELAB_NCCL_CHECK(ncclGroupEnd());
+  stream.synchronize();
+  PIPELAB_CUDA_CHECK(cudaMemcpy(back.data(), c.b, bytes, cudaMemcpyDeviceToHost));
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (back[i] != pattern[i]) {
+      throw DeviceError("nccl loopback: byte " + std::to_string(i) + " came back as " + std::to_string(back[i]) + ", sent " +
+                        std::to_string(pattern[i]));
+    }
+  }
+  return cuda::nccl_version();
+}
+
+}  // namespace pipelab::runtime

@@ -134,8 +134,10 @@ void device_mse_loss_in_place(float* out, const float* target, std::int64_t n, d
                               void* stream);
 
 /// Median device time of one row-major GEMM C(m, n) = A(m, k) B(k, n) in `math` on `device`
-/// (cudaEvent-timed after warm-up, fp32 storage, random data). For profiles and benchmarks.
-double device_gemm_ns(int device, int m, int n, int k, GemmMath math, int repeats = 20);
+/// (cudaEvent-timed after warm-up, random data). Storage is fp32 (as the mock block's), or with
+/// `native` and Bf16 math, bf16 operands and output with fp32 accumulation: the GPU's own BF16 GEMM
+/// rate, which training frameworks get. For profiles and benchmarks.
+double device_gemm_ns(int device, int m, int n, int k, GemmMath math, int repeats = 20, bool native = false);
 
 /// Device memory bandwidth: bytes read plus written per second by a device-to-device copy of
 /// `bytes` (median of `repeats`).

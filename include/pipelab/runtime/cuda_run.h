@@ -61,4 +61,9 @@ RunResult run_cuda_inprocess(const Schedule& lowered, const ModelConfig& model, 
 RunResult run_cuda_distributed(const Schedule& lowered, const ModelConfig& model, const CudaRunConfig& config,
                                const RunOptions& options, MpiSession& mpi, CudaRunInfo* info = nullptr);
 
+/// NCCL on one GPU: sends `bytes` of a pattern to itself through a one-rank communicator (a grouped
+/// ncclSend/ncclRecv) and checks them; throws DeviceError on a NCCL error or a wrong byte. Returns
+/// the NCCL version ("2.28.3"). A check that needs no second GPU (tests/gpu, scripts/gpu-check.sh).
+std::string nccl_loopback_check(int device, std::size_t bytes);
+
 }  // namespace pipelab::runtime

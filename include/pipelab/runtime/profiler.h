@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "pipelab/kernels/device_block.h"
 #include "pipelab/profiles/measured_profile.h"
 #include "pipelab/runtime/backend.h"
 #include "pipelab/runtime/transport.h"
@@ -35,6 +36,10 @@ MeasuredProfile measure_compute(const ProfileOptions& options);
 /// Message sizes a profile measures for a model: 8 bytes, the activation, and 4x the activation.
 std::vector<std::int64_t> p2p_sizes(std::int64_t activation_bytes);
 
+/// Fits latency_ns and bandwidth_bytes_per_s of `p` to its samples (least squares; latency only
+/// when the time does not grow with size).
+void fit_p2p_line(P2PProfile& p);
+
 /// Ping-pong between ranks 0 and 1 of `transport`; every rank calls it (ranks >= 2 only wait at the
 /// barriers). One-way time per size = median round trip / 2; latency and bandwidth are the
 /// least-squares line through (bytes, time). Meaningful on rank 0.
@@ -55,6 +60,24 @@ struct P2PProfileOptions {
   /// measure_profile. Empty: the ranks are threads of this process.
   TransportFactory transport;
 };
+
+/// How `pipelab profile --backend cuda` measures.
+struct CudaProfileOptions {
+  kernels::GemmMath math = kernels::GemmMath::Bf16;
+  int device = 0;
+  /// Ranks that will share the device in the runs this profile predicts (single-GPU mode): the
+  /// ops are measured on one rank's SM group, as those runs get it. 1: the whole GPU.
+  int ranks_on_device = 1;
+  bool partition_sms = true;
+};
+
+/// A profile measured on a GPU by running the mock model through the cuda backend and the
+/// executor (device-event timed, so exactly what a run records): F and B from interleaved 1F1B,
+/// I and W from interleaved ZB-H1, F&B from DualPipeV, each on one rank holding two stages (the
+/// loss is the difference of the last and an inner stage's F), medians over `options.repeats`
+/// iterations after `options.warmup`. P2P: device-to-device copies of p2p_sizes (the single-GPU
+/// mode transport). backend "cuda", device named after the GPU and its SM share.
+MeasuredProfile measure_cuda_profile(const ProfileOptions& options, const CudaProfileOptions& cuda);
 
 /// The whole profile a run is predicted from: compute (measure_compute) and the P2P cost of the
 /// message sizes p2p_sizes(model activation) (measure_p2p).

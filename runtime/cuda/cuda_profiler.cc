@@ -1,0 +1,138 @@
+// measure_cuda_profile: op times of the mock model read off device-timed runs of tiny pipelines
+// on one rank, so a profile measures exactly what the executor and the cuda backend do in a run.
+#include <algorithm>
+#include <map>
+
+#include "pipelab/base/error.h"
+#include "pipelab/kernels/shape.h"
+#include "pipelab/runtime/cuda_backend.h"
+#include "pipelab/runtime/profiler.h"
+#include "pipelab/runtime/run.h"
+#include "pipelab/schedules/lowering.h"
+#include "pipelab/schedules/registry.h"
+
+namespace pipelab::runtime {
+
+namespace {
+
+std::int64_t median(std::vector<std::int64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Durations of the compute events of one pipeline's measured iterations, by (op, stage); an F&B
+// unit counts under its forward half's stage.
+using Durations = std::map<std::pair<Op, int>, std::vector<std::int64_t>>;
+
+Durations run_pipeline(const std::string& schedule, const ModelConfig& model, const ProfileOptions& o,
+                       const CudaProfileOptions& c, int microbatches, std::string* placement) {
+  ScheduleOptions so;
+  so.pp = 1;
+  so.vp = 2;
+  so.microbatches = microbatches;
+  const Schedule s = add_send_recv(make_schedule(schedule, so));
+  RunOptions ro;
+  ro.warmup = o.warmup;
+  ro.iterations = o.repeats;
+  ro.pin_threads = false;
+  CudaRankConfig rc;
+  rc.device = c.device;
+  rc.math = c.math;
+  rc.ranks_on_device = c.ranks_on_device;
+  rc.index_on_device = 0;
+  rc.partition_sms = c.partition_sms;
+  const RunResult r = run_inprocess(s, [&](int rank) {
+    auto b = std::make_unique<CudaBackend>(model, s.shape, rank, rc);
+    if (placement != nullptr) *placement = b->placement();
+    return b;
+  }, ro);
+  Durations out;
+  for (const Timeline& t : r.iterations) {
+    for (const TimelineEvent& e : t.ranks.at(0)) {
+      if (e.stream != Stream::Compute) continue;
+      const int stage = e.action.forward_half().stage;
+      out[{e.action.op, stage}].push_back(e.end_ns - e.start_ns);
+    }
+  }
+  return out;
+}
+
+// One stage size (1 layer, or layers_per_stage): F (inner stage), loss (last minus inner F), I,
+// W, B and F&B (units whose forward half is the inner stage 0).
+OpTimes measure_ops(const ModelConfig& model, const ProfileOptions& o, const CudaProfileOptions& c, std::int64_t* loss_ns,
+                    std::string* placement) {
+  const int m = 8;
+  Durations fb = run_pipeline("interleaved-1f1b", model, o, c, m, placement);
+  Durations iw = run_pipeline("zb-h1", model, o, c, m, nullptr);
+  Durations overlap = run_pipeline("dualpipev", model, o, c, m, nullptr);
+  OpTimes t;
+  t.f_ns = median(fb[{Op::F, 0}]);
+  std::vector<std::int64_t> b = fb[{Op::B, 0}];
+  b.insert(b.end(), fb[{Op::B, 1}].begin(), fb[{Op::B, 1}].end());
+  t.b_ns = median(b);
+  std::vector<std::int64_t> i = iw[{Op::I, 0}], w = iw[{Op::W, 0}];
+  i.insert(i.end(), iw[{Op::I, 1}].begin(), iw[{Op::I, 1}].end());
+  w.insert(w.end(), iw[{Op::W, 1}].begin(), iw[{Op::W, 1}].end());
+  t.i_ns = median(i);
+  t.w_ns = median(w);
+  t.fb_ns = median(overlap[{Op::OverlapFB, 0}]);
+  *loss_ns = std::max<std::int64_t>(0, median(fb[{Op::F, 1}]) - t.f_ns);
+  return t;
+}
+
+}  // namespace
+
+MeasuredProfile measure_cuda_profile(const ProfileOptions& o, const CudaProfileOptions& c) {
+  o.model.validate();
+  if (o.repeats < 1) throw InputError("profile: repeats=" + std::to_string(o.repeats) + " must be >= 1");
+  if (o.warmup < 0) throw InputError("profile: warmup=" + std::to_string(o.warmup) + " must be >= 0");
+  if (auto why = cuda_unavailable()) throw DeviceError(*why);
+  const CudaDeviceInfo info = cuda_device_info(c.device);
+  MeasuredProfile p;
+  p.backend = "cuda";
+  p.threads_per_rank = 1;
+  p.concurrency = c.ranks_on_device;
+  p.hidden = o.model.block.hidden;
+  p.ffn = o.model.block.ffn;
+  p.heads = o.model.block.heads;
+  p.seq = o.model.block.seq;
+  p.mbs = o.model.block.mbs;
+  p.swiglu = o.model.block.swiglu;
+  p.layers_per_stage = o.model.layers_per_stage;
+  p.repeats = o.repeats;
+  p.warmup = o.warmup;
+
+  ModelConfig one = o.model;
+  one.layers_per_stage = 1;
+  std::string placement;
+  std::int64_t loss = 0;
+  p.per_layer = measure_ops(one, o, c, &loss, &placement);
+  p.loss_ns = loss;
+  if (o.on_progress) o.on_progress("per-layer ops");
+  if (o.model.layers_per_stage > 1) {
+    p.per_stage = measure_ops(o.model, o, c, &p.loss_ns, nullptr);
+    if (o.on_progress) o.on_progress("per-stage ops");
+  } else {
+    p.per_stage = p.per_layer;
+  }
+  p.device = info.name + ", " + placement + ", " + std::string(kernels::gemm_math_name(c.math)) + " GEMMs";
+  const kernels::OpFlops f = kernels::block_flops(o.model.block);
+  p.flops_f = static_cast<double>(f.forward);
+  p.flops_i = static_cast<double>(f.backward_input);
+  p.flops_w = static_cast<double>(f.backward_weight);
+  p.activation_bytes = o.model.activation_bytes();
+
+  // P2P of single-GPU mode: a device-to-device copy of each size. device_copy_bandwidth counts the
+  // bytes read and written, so a copy of n bytes takes 2n / bandwidth.
+  p.p2p.transport = "cuda-copy";
+  for (const std::int64_t bytes : p2p_sizes(o.model.activation_bytes())) {
+    const double bw = kernels::device_copy_bandwidth(c.device, static_cast<std::size_t>(std::max<std::int64_t>(bytes, 4)), o.repeats);
+    p.p2p.samples.push_back({bytes, static_cast<std::int64_t>(2.0 * static_cast<double>(bytes) / bw * 1e9 + 0.5)});
+  }
+  fit_p2p_line(p.p2p);
+  if (o.on_progress) o.on_progress("device copies");
+  return p;
+}
+
+}  // namespace pipelab::runtime
