@@ -34,7 +34,7 @@ PassCost& PassCost::operator+=(const PassCost& o) {
 AnalyticCost::AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const PipelineShape& shape)
     : model_(model), gpu_(gpu), config_(config), layout_(config, gpu) {
   if (config.dp < 1 || config.seq_length < 1) throw ConfigError("analytic cost model needs a resolved config (dp, seq_length)");
-  peak_flops_per_ns_ = gpu.peak_tflops(to_string(config.precision)) * 1e3;  // TFLOP/s -> FLOP/ns
+  peak_flops_per_ns_ = gpu.peak_tflops(config.precision) * 1e3;  // TFLOP/s -> FLOP/ns
   const auto ranges = stage_layers(model, config, shape);
   const MemoryModel memory(model, config, shape);
   for (int s = 0; s < shape.stages; ++s) {

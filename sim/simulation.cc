@@ -65,7 +65,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, 128 * config.tp);
   out.tokens_per_iteration = static_cast<std::int64_t>(config.gbs) * config.seq_length;
   out.throughput = compute_throughput(out.metrics.makespan_ns, out.model_flops, out.tokens_per_iteration, gpus,
-                                      req.gpu.peak_tflops(to_string(config.precision)));
+                                      req.gpu.peak_tflops(config.precision));
   out.memory_capacity_bytes = req.gpu.usable_memory_bytes();
   for (int r = 0; r < config.pp; ++r) {
     out.static_memory.push_back(memory.static_memory(r));
