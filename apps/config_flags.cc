@@ -119,7 +119,7 @@ sim::SimulationRequest make_request(const ConfigFlags& f, const ResolvedConfig& 
   req.gpu = r.gpu;
   req.config = r.config;
   req.schedule = schedule;
-  req.cost_model = f.cost;
+  req.cost_model = sim::parse_cost_model(f.cost);
   req.memory.softmax_stored = f.softmax_stored;
   auto ns = [](double us) { return static_cast<std::int64_t>(us * 1000); };
   req.uniform.f_ns = ns(f.t_f_us);
