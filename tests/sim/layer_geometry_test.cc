@@ -15,21 +15,9 @@
 namespace pipelab {
 namespace {
 
-ParallelConfig layout(const ModelSpec& m, int tp, int pp, int cp, int ep, int dp, int mbs) {
-  ParallelConfig c;
-  c.tp = tp;
-  c.pp = pp;
-  c.cp = cp;
-  c.ep = ep;
-  c.dp = dp;
-  c.mbs = mbs;
-  c.gbs = mbs * dp * 8;
-  return resolve(c, m);
-}
-
 TEST(LayerGeometry, OneGpusShareOfADenseLayer) {
   const ModelSpec m = model_preset("llama3-70b");
-  const sim::LayerGeometry g(m, layout(m, 8, 4, 2, 1, 2, 2));
+  const sim::LayerGeometry g(m, resolve({.tp = 8, .pp = 4, .cp = 2, .dp = 2, .mbs = 2, .gbs = 32}, m));
   EXPECT_EQ(g.tokens(), 2 * 8192 / 2);  // mbs x seq / cp
   EXPECT_TRUE(g.sequence_parallel());
   EXPECT_EQ(g.sp_split(), 8);
@@ -50,8 +38,7 @@ TEST(LayerGeometry, OneGpusShareOfADenseLayer) {
 
 TEST(LayerGeometry, MoeLayersActivateTopKAndSharedExperts) {
   const ModelSpec m = model_preset("deepseek-v3");
-  ParallelConfig c = layout(m, 2, 4, 1, 8, 8, 1);
-  c.sequence_parallel = false;
+  const ParallelConfig c = resolve({.tp = 2, .pp = 4, .ep = 8, .dp = 8, .gbs = 64, .sequence_parallel = false}, m);
   const sim::LayerGeometry g(m, c);
   EXPECT_FALSE(g.sequence_parallel());
   EXPECT_EQ(g.sp_split(), 1);
@@ -68,17 +55,14 @@ TEST(LayerGeometry, MoeLayersActivateTopKAndSharedExperts) {
 
 TEST(LayerGeometry, NeedsAResolvedConfig) {
   const ModelSpec m = model_preset("llama3-8b");
-  ParallelConfig c;
-  c.gbs = 8;
-  EXPECT_THROW(sim::LayerGeometry(m, c), ConfigError);
+  EXPECT_THROW(sim::LayerGeometry(m, ParallelConfig{.tp = 2, .gbs = 8}), ConfigError);  // dp and seq_length unset
 }
 
 // The point of one geometry: what the cost model sends between stages and reduces over DP is what
 // the memory model holds.
 TEST(LayerGeometry, TheCostAndMemoryModelsReadTheSameNumbers) {
   const ModelSpec m = model_preset("mixtral-8x7b");
-  ParallelConfig c = layout(m, 2, 4, 1, 2, 4, 1);
-  c.recompute = Recompute::kFull;
+  const ParallelConfig c = resolve({.tp = 2, .pp = 4, .ep = 2, .dp = 4, .gbs = 32, .recompute = Recompute::kFull}, m);
   const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});
   const auto g = std::make_shared<const sim::LayerGeometry>(m, c);
   const sim::AnalyticCost cost(g, gpu_preset("h100-sxm"), s.shape);
