@@ -1,8 +1,6 @@
 // Model / GPU / layout flags.
 #include "config_flags.h"
 
-#include <sstream>
-
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/presets.h"
 
@@ -14,23 +12,6 @@ void add_model_override(CLI::App* cmd, ConfigFlags& f, const std::string& flag, 
                         const std::string& help) {
   cmd->add_option_function<std::string>(
       flag, [&f, field](const std::string& value) { f.model_overrides.emplace_back(field, value); }, help);
-}
-
-std::vector<int> parse_int_list(const std::string& text, const std::string& flag) {
-  std::vector<int> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      std::size_t used = 0;
-      const int v = std::stoi(item, &used);
-      if (used != item.size() || v < 0) throw std::invalid_argument(item);
-      out.push_back(v);
-    } catch (const std::exception&) {
-      throw InputError(flag + " must be a comma-separated list of non-negative integers, got \"" + text + "\"");
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -123,7 +104,7 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
   c.precision = parse_precision(f.precision);
   if (f.sequence_parallel != "auto") c.sequence_parallel = f.sequence_parallel == "on";
   c.distributed_optimizer = !f.no_distributed_optimizer;
-  if (!f.stage_layers.empty()) c.stage_layers = parse_int_list(f.stage_layers, "--stage-layers");
+  if (!f.stage_layers.empty()) c.stage_layers = parse_int_list("--stage-layers", f.stage_layers);
   c.gbs = 1;  // placeholder so resolve() can run; set below once dp is known
   c = resolve(c, out.model);
   if (f.gbs > 0 && f.microbatches > 0) throw InputError("give --gbs or --microbatches, not both");
@@ -138,7 +119,7 @@ sim::SimulationRequest make_request(const ConfigFlags& f, const ResolvedConfig& 
   req.gpu = r.gpu;
   req.config = r.config;
   req.schedule = schedule;
-  req.cost_model = f.cost;
+  req.cost_model = sim::parse_cost_model(f.cost);
   req.memory.softmax_stored = f.softmax_stored;
   auto ns = [](double us) { return static_cast<std::int64_t>(us * 1000); };
   req.uniform.f_ns = ns(f.t_f_us);

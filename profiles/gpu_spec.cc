@@ -7,31 +7,51 @@
 #include <nlohmann/json.hpp>
 
 #include <pipelab/base/error.h>
+#include <pipelab/base/json_reader.h>
 
-#include "json_reader.h"
+#include "field_table.h"
 
 namespace pipelab {
 namespace {
 
-const std::vector<std::string> kGpuKeys = {
-    "name",
-    "peak_bf16_tflops",
-    "peak_fp8_tflops",
-    "hbm_bytes",
-    "hbm_bandwidth_gbps",
-    "nvlink_bandwidth_gbps",
-    "nic_bandwidth_gbps",
-    "gpus_per_node",
-    "nvlink_latency_ns",
-    "nic_latency_ns",
-    "kernel_launch_overhead_ns",
-    "gemm_efficiency_curve",
-    "memory_bandwidth_efficiency",
-    "collective_efficiency",
-    "reserved_memory_bytes",
+using PointField = detail::Field<GemmEfficiencyPoint, double>;
+const std::array kPointFields = {
+    PointField{"flops", &GemmEfficiencyPoint::flops, true},
+    PointField{"efficiency", &GemmEfficiencyPoint::efficiency, true},
 };
 
-const std::vector<std::string> kCurvePointKeys = {"flops", "efficiency"};
+}  // namespace
+
+namespace detail {
+
+// The efficiency curve: an array of {"flops", "efficiency"} points.
+template <>
+struct ValueCodec<std::vector<GemmEfficiencyPoint>> : ObjectListCodec<GemmEfficiencyPoint, kPointFields, "gemm efficiency point"> {};
+
+}  // namespace detail
+
+namespace {
+
+using Field = detail::Field<GpuSpec, std::string, double, std::int64_t, int, std::vector<GemmEfficiencyPoint>>;
+
+// One row per JSON key; drives from_json and to_json. Every key but peak_fp8_tflops is required.
+const std::array kFields = {
+    Field{"name", &GpuSpec::name, true},
+    Field{"peak_bf16_tflops", &GpuSpec::peak_bf16_tflops, true},
+    Field{"peak_fp8_tflops", &GpuSpec::peak_fp8_tflops},  // absent = 0: no FP8 tensor cores
+    Field{"hbm_bytes", &GpuSpec::hbm_bytes, true},
+    Field{"hbm_bandwidth_gbps", &GpuSpec::hbm_bandwidth_gbps, true},
+    Field{"nvlink_bandwidth_gbps", &GpuSpec::nvlink_bandwidth_gbps, true},
+    Field{"nic_bandwidth_gbps", &GpuSpec::nic_bandwidth_gbps, true},
+    Field{"gpus_per_node", &GpuSpec::gpus_per_node, true},
+    Field{"nvlink_latency_ns", &GpuSpec::nvlink_latency_ns, true},
+    Field{"nic_latency_ns", &GpuSpec::nic_latency_ns, true},
+    Field{"kernel_launch_overhead_ns", &GpuSpec::kernel_launch_overhead_ns, true},
+    Field{"gemm_efficiency_curve", &GpuSpec::gemm_efficiency_curve, true},
+    Field{"memory_bandwidth_efficiency", &GpuSpec::memory_bandwidth_efficiency, true},
+    Field{"collective_efficiency", &GpuSpec::collective_efficiency, true},
+    Field{"reserved_memory_bytes", &GpuSpec::reserved_memory_bytes, true},
+};
 
 std::string num(double v) {
   std::ostringstream out;
@@ -56,13 +76,10 @@ double GpuSpec::gemm_efficiency(double flops) const {
   return curve.back().efficiency;
 }
 
-double GpuSpec::peak_tflops(std::string_view precision) const {
-  if (precision == "bf16") return peak_bf16_tflops;
-  if (precision == "fp8") {
-    if (peak_fp8_tflops <= 0) throw ConfigError("gpu '" + name + "' has no FP8 tensor cores (peak_fp8_tflops=0)");
-    return peak_fp8_tflops;
-  }
-  throw InputError("precision='" + std::string(precision) + "' must be 'bf16' or 'fp8'");
+double GpuSpec::peak_tflops(Precision precision) const {
+  if (precision == Precision::kBf16) return peak_bf16_tflops;
+  if (peak_fp8_tflops <= 0) throw ConfigError("gpu '" + name + "' has no FP8 tensor cores (peak_fp8_tflops=0)");
+  return peak_fp8_tflops;
 }
 
 void validate(const GpuSpec& g, std::string_view context) {
@@ -103,65 +120,21 @@ void validate(const GpuSpec& g, std::string_view context) {
                      " must be >= 0 and below hbm_bytes=" + std::to_string(g.hbm_bytes));
   }
   if (errors.empty()) return;
-  std::string message = detail::context_prefix(context) + "gpu '" + g.name + "': ";
-  for (std::size_t i = 0; i < errors.size(); ++i) message += (i ? "; " : "") + errors[i];
-  throw ConfigError(message);
+  throw ConfigError(context_prefix(context) + "gpu '" + g.name + "': " + join(errors, "; "));
 }
 
 GpuSpec gpu_spec_from_json(const nlohmann::json& json, std::string_view context) {
-  const detail::JsonReader reader(json, context, "gpu", kGpuKeys);
+  static const std::vector<std::string> keys = detail::field_keys(kFields);
   GpuSpec g;
-  g.name = reader.get_string("name");
-  g.peak_bf16_tflops = reader.get_double("peak_bf16_tflops");
-  g.peak_fp8_tflops = reader.get_double("peak_fp8_tflops", 0.0);
-  g.hbm_bytes = reader.get_int64("hbm_bytes");
-  g.hbm_bandwidth_gbps = reader.get_double("hbm_bandwidth_gbps");
-  g.nvlink_bandwidth_gbps = reader.get_double("nvlink_bandwidth_gbps");
-  g.nic_bandwidth_gbps = reader.get_double("nic_bandwidth_gbps");
-  g.gpus_per_node = reader.get_int("gpus_per_node");
-  g.nvlink_latency_ns = reader.get_double("nvlink_latency_ns");
-  g.nic_latency_ns = reader.get_double("nic_latency_ns");
-  g.kernel_launch_overhead_ns = reader.get_double("kernel_launch_overhead_ns");
-  const nlohmann::json& curve = reader.get("gemm_efficiency_curve");
-  if (!curve.is_array()) reader.fail_type("gemm_efficiency_curve", "an array of {\"flops\", \"efficiency\"}");
-  for (std::size_t i = 0; i < curve.size(); ++i) {
-    const std::string where = detail::context_prefix(context) + "gemm_efficiency_curve[" + std::to_string(i) + "]";
-    const detail::JsonReader point(curve[i], where, "gemm efficiency point", kCurvePointKeys);
-    g.gemm_efficiency_curve.push_back({point.get_double("flops"), point.get_double("efficiency")});
-  }
-  g.memory_bandwidth_efficiency = reader.get_double("memory_bandwidth_efficiency");
-  g.collective_efficiency = reader.get_double("collective_efficiency");
-  g.reserved_memory_bytes = reader.get_int64("reserved_memory_bytes");
+  detail::read_fields(kFields, JsonReader(json, context, KeyNames::spec("gpu"), keys), g);
   validate(g, context);
   return g;
 }
 
 GpuSpec parse_gpu_spec(std::string_view json_text, std::string_view context) {
-  return gpu_spec_from_json(detail::parse_json_text(json_text, context), context);
+  return gpu_spec_from_json(parse_json_text(json_text, context), context);
 }
 
-nlohmann::json to_json(const GpuSpec& g) {
-  nlohmann::json curve = nlohmann::json::array();
-  for (const auto& point : g.gemm_efficiency_curve) {
-    curve.push_back({{"flops", point.flops}, {"efficiency", point.efficiency}});
-  }
-  return {
-      {"name", g.name},
-      {"peak_bf16_tflops", g.peak_bf16_tflops},
-      {"peak_fp8_tflops", g.peak_fp8_tflops},
-      {"hbm_bytes", g.hbm_bytes},
-      {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps},
-      {"nvlink_bandwidth_gbps", g.nvlink_bandwidth_gbps},
-      {"nic_bandwidth_gbps", g.nic_bandwidth_gbps},
-      {"gpus_per_node", g.gpus_per_node},
-      {"nvlink_latency_ns", g.nvlink_latency_ns},
-      {"nic_latency_ns", g.nic_latency_ns},
-      {"kernel_launch_overhead_ns", g.kernel_launch_overhead_ns},
-      {"gemm_efficiency_curve", curve},
-      {"memory_bandwidth_efficiency", g.memory_bandwidth_efficiency},
-      {"collective_efficiency", g.collective_efficiency},
-      {"reserved_memory_bytes", g.reserved_memory_bytes},
-  };
-}
+nlohmann::json to_json(const GpuSpec& g) { return detail::fields_to_json(kFields, g); }
 
 }  // namespace pipelab

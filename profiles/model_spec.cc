@@ -2,25 +2,18 @@
 #include <pipelab/profiles/model_spec.h>
 
 #include <array>
-#include <type_traits>
-#include <variant>
 
 #include <nlohmann/json.hpp>
 
 #include <pipelab/base/error.h>
+#include <pipelab/base/json_reader.h>
 
-#include "json_reader.h"
+#include "field_table.h"
 
 namespace pipelab {
 namespace {
 
-using Member = std::variant<int ModelSpec::*, bool ModelSpec::*, std::string ModelSpec::*>;
-
-struct Field {
-  std::string_view key;
-  Member member;
-  bool required = false;
-};
+using Field = detail::Field<ModelSpec, int, bool, std::string>;
 
 // One row per JSON key, in documentation order; drives from_json, to_json and apply_override.
 const std::array kFields = {
@@ -53,13 +46,6 @@ const std::array kFields = {
     Field{"v_head_dim", &ModelSpec::v_head_dim},
     Field{"mtp_num_layers", &ModelSpec::mtp_num_layers},
 };
-
-const Field* find_field(std::string_view key) {
-  for (const Field& field : kFields) {
-    if (field.key == key) return &field;
-  }
-  return nullptr;
-}
 
 // Megatron's default when --ffn-hidden-size is not given (arguments.py): 4h, or 2/3 of that rounded
 // down to a multiple of 64 with SwiGLU.
@@ -175,11 +161,7 @@ std::int64_t ModelSpec::active_params() const {
 }
 
 const std::vector<std::string>& model_spec_keys() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> out;
-    for (const Field& field : kFields) out.emplace_back(field.key);
-    return out;
-  }();
+  static const std::vector<std::string> keys = detail::field_keys(kFields);
   return keys;
 }
 
@@ -244,38 +226,19 @@ void validate(const ModelSpec& m, std::string_view context) {
   non_negative("mtp_num_layers", m.mtp_num_layers);
   if (errors.empty()) return;
 
-  std::string message = detail::context_prefix(context) + "model '" + m.name + "': ";
-  for (std::size_t i = 0; i < errors.size(); ++i) message += (i ? "; " : "") + errors[i];
-  throw ConfigError(message);
+  throw ConfigError(context_prefix(context) + "model '" + m.name + "': " + join(errors, "; "));
 }
 
 ModelSpec model_spec_from_json(const nlohmann::json& json, std::string_view context) {
-  const detail::JsonReader reader(json, context, "model", model_spec_keys());
+  const JsonReader reader(json, context, KeyNames::spec("model"), model_spec_keys());
   ModelSpec m;
-  for (const Field& field : kFields) {
-    if (!reader.has(field.key)) {
-      if (field.required) reader.get(field.key);  // throws "missing required model key"
-      continue;
-    }
-    std::visit(
-        [&](auto member) {
-          using T = std::remove_reference_t<decltype(m.*member)>;
-          if constexpr (std::is_same_v<T, int>) {
-            m.*member = reader.get_int(field.key);
-          } else if constexpr (std::is_same_v<T, bool>) {
-            m.*member = reader.get_bool(field.key, false);
-          } else {
-            m.*member = reader.get_string(field.key);
-          }
-        },
-        field.member);
-  }
+  detail::read_fields(kFields, reader, m);
   // Megatron's derived defaults.
   if (!reader.has("ffn_hidden_size")) m.ffn_hidden_size = default_ffn_hidden_size(m.hidden_size, m.swiglu);
   if (!reader.has("num_query_groups")) m.num_query_groups = m.num_attention_heads;
   if (!reader.has("kv_channels") && m.num_attention_heads > 0) {
     if (m.hidden_size % m.num_attention_heads != 0) {
-      throw ConfigError(detail::context_prefix(context) + "model '" + m.name + "': hidden_size=" +
+      throw ConfigError(context_prefix(context) + "model '" + m.name + "': hidden_size=" +
                         str(m.hidden_size) + " must be divisible by num_attention_heads=" +
                         str(m.num_attention_heads) + " to derive kv_channels (or give kv_channels)");
     }
@@ -287,40 +250,17 @@ ModelSpec model_spec_from_json(const nlohmann::json& json, std::string_view cont
 }
 
 ModelSpec parse_model_spec(std::string_view json_text, std::string_view context) {
-  return model_spec_from_json(detail::parse_json_text(json_text, context), context);
+  return model_spec_from_json(parse_json_text(json_text, context), context);
 }
 
-nlohmann::json to_json(const ModelSpec& m) {
-  nlohmann::json json = nlohmann::json::object();
-  for (const Field& field : kFields) {
-    std::visit([&](auto member) { json[std::string(field.key)] = m.*member; }, field.member);
-  }
-  return json;
-}
+nlohmann::json to_json(const ModelSpec& m) { return detail::fields_to_json(kFields, m); }
 
 void apply_override(ModelSpec& model, std::string_view raw_key, std::string_view value) {
   const std::string key = detail::normalize_key(raw_key);
-  const Field* field = find_field(key);
-  if (field == nullptr) {
-    std::string message = "unknown model field '" + std::string(raw_key) + "'";
-    if (const std::string near = detail::closest_key(key, model_spec_keys()); !near.empty()) {
-      message += " (did you mean '" + near + "'?)";
-    }
-    throw InputError(message + "; valid fields: " + detail::join(model_spec_keys()));
-  }
+  const Field* field = detail::find_field(kFields, key);
+  if (field == nullptr) detail::throw_unknown_field("model", raw_key, model_spec_keys());
   ModelSpec m = model;
-  std::visit(
-      [&](auto member) {
-        using T = std::remove_reference_t<decltype(m.*member)>;
-        if constexpr (std::is_same_v<T, int>) {
-          m.*member = detail::parse_int_value(key, value);
-        } else if constexpr (std::is_same_v<T, bool>) {
-          m.*member = detail::parse_bool_value(key, value);
-        } else {
-          m.*member = std::string(value);
-        }
-      },
-      field->member);
+  detail::set_field(*field, m, value);
 
   // Values that were Megatron's derivation from the old sizes follow the new sizes.
   const bool sizes_changed = key == "hidden_size" || key == "num_attention_heads" || key == "swiglu";

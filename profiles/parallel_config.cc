@@ -2,23 +2,81 @@
 // and command-line overrides.
 #include <pipelab/profiles/parallel_config.h>
 
+#include <array>
 #include <numeric>
 
 #include <nlohmann/json.hpp>
 
 #include <pipelab/base/error.h>
+#include <pipelab/base/json_reader.h>
 #include <pipelab/profiles/gpu_spec.h>
 #include <pipelab/profiles/model_spec.h>
 
-#include "json_reader.h"
+#include "field_table.h"
 
 namespace pipelab {
 namespace {
 
-const std::vector<std::string> kParallelKeys = {
-    "tp",  "pp",  "vp",  "cp",  "ep",  "dp", "world", "mbs", "gbs", "seq_length", "sequence_parallel",
-    "recompute", "distributed_optimizer", "stage_layers", "precision",
+constexpr std::array<EnumName<Recompute>, 3> kRecomputeNames = {
+    {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}};
+
+}  // namespace
+
+namespace detail {
+
+template <>
+struct ValueCodec<Recompute> : NamedEnumCodec<Recompute, parse_recompute> {};
+template <>
+struct ValueCodec<Precision> : NamedEnumCodec<Precision, parse_precision> {};
+
+template <>
+struct ValueCodec<std::vector<int>> {
+  static std::vector<int> read(const JsonReader& r, std::string_view key) {
+    const nlohmann::json& list = r.get(key);
+    if (!list.is_array()) r.fail_type(key, "an array of integers");
+    std::vector<int> out;
+    for (const auto& item : list) {
+      if (!item.is_number_integer()) r.fail_type(key, "an array of integers");
+      out.push_back(item.get<int>());
+    }
+    return out;
+  }
+  static void write(nlohmann::json& j, std::string_view key, const std::vector<int>& v) { j[std::string(key)] = v; }
+  /// An empty text is an empty list.
+  static std::vector<int> parse(std::string_view key, std::string_view text) {
+    return text.empty() ? std::vector<int>{} : parse_int_list(key, text);
+  }
 };
+
+}  // namespace detail
+
+namespace {
+
+using Field = detail::Field<ParallelConfig, int, std::optional<bool>, Recompute, bool, std::vector<int>, Precision>;
+
+// One row per JSON key; drives from_json, to_json and apply_override. Only gbs is required.
+const std::array kFields = {
+    Field{"tp", &ParallelConfig::tp},
+    Field{"pp", &ParallelConfig::pp},
+    Field{"vp", &ParallelConfig::vp},
+    Field{"cp", &ParallelConfig::cp},
+    Field{"ep", &ParallelConfig::ep},
+    Field{"dp", &ParallelConfig::dp},
+    Field{"world", &ParallelConfig::world},
+    Field{"mbs", &ParallelConfig::mbs},
+    Field{"gbs", &ParallelConfig::gbs, true},
+    Field{"seq_length", &ParallelConfig::seq_length},
+    Field{"sequence_parallel", &ParallelConfig::sequence_parallel},
+    Field{"recompute", &ParallelConfig::recompute},
+    Field{"distributed_optimizer", &ParallelConfig::distributed_optimizer},
+    Field{"stage_layers", &ParallelConfig::stage_layers},
+    Field{"precision", &ParallelConfig::precision},
+};
+
+const std::vector<std::string>& parallel_keys() {
+  static const std::vector<std::string> keys = detail::field_keys(kFields);
+  return keys;
+}
 
 // Megatron's long argument names (underscored) -> our key.
 const std::vector<std::pair<std::string_view, std::string_view>> kAliases = {
@@ -34,13 +92,6 @@ const std::vector<std::pair<std::string_view, std::string_view>> kAliases = {
     {"global_batch_size", "gbs"},
     {"recompute_granularity", "recompute"},
     {"use_distributed_optimizer", "distributed_optimizer"},
-};
-
-const std::pair<std::string_view, int ParallelConfig::*> kIntFields[] = {
-    {"tp", &ParallelConfig::tp},       {"pp", &ParallelConfig::pp},   {"vp", &ParallelConfig::vp},
-    {"cp", &ParallelConfig::cp},       {"ep", &ParallelConfig::ep},   {"dp", &ParallelConfig::dp},
-    {"world", &ParallelConfig::world}, {"mbs", &ParallelConfig::mbs}, {"gbs", &ParallelConfig::gbs},
-    {"seq_length", &ParallelConfig::seq_length},
 };
 
 std::string str(std::int64_t v) { return std::to_string(v); }
@@ -77,43 +128,21 @@ std::vector<ConfigIssue> stage_split_issues(const ParallelConfig& c, const Model
   return issues;
 }
 
-std::vector<int> parse_int_list(std::string_view key, std::string_view value) {
+}  // namespace
+
+std::string_view to_string(Recompute recompute) { return name_of(kRecomputeNames, recompute); }
+
+Recompute parse_recompute(std::string_view text) { return parse_name(kRecomputeNames, "recompute", text); }
+
+std::vector<int> parse_int_list(std::string_view key, std::string_view text) {
   std::vector<int> out;
   std::size_t start = 0;
-  while (start <= value.size()) {
-    const std::size_t end = std::min(value.find(',', start), value.size());
-    out.push_back(detail::parse_int_value(key, value.substr(start, end - start)));
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    out.push_back(detail::ValueCodec<int>::parse(key, text.substr(start, end - start)));
     start = end + 1;
   }
   return out;
-}
-
-}  // namespace
-
-std::string_view to_string(Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
-  }
-  return "none";
-}
-
-std::string_view to_string(Precision precision) {
-  return precision == Precision::kFp8 ? "fp8" : "bf16";
-}
-
-Recompute parse_recompute(std::string_view text) {
-  if (text == "none") return Recompute::kNone;
-  if (text == "selective") return Recompute::kSelective;
-  if (text == "full") return Recompute::kFull;
-  throw InputError("recompute='" + std::string(text) + "' must be one of: none, selective, full");
-}
-
-Precision parse_precision(std::string_view text) {
-  if (text == "bf16") return Precision::kBf16;
-  if (text == "fp8") return Precision::kFp8;
-  throw InputError("precision='" + std::string(text) + "' must be one of: bf16, fp8");
 }
 
 int ParallelConfig::microbatches() const {
@@ -273,12 +302,15 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   return out;
 }
 
+std::string join_messages(const std::vector<ConfigIssue>& issues, std::string_view separator) {
+  std::string out;
+  for (const ConfigIssue& issue : issues) out += (out.empty() ? "" : std::string(separator)) + issue.message;
+  return out;
+}
+
 void require_valid(const ParallelConfig& config, const ModelSpec& model, const GpuSpec& gpu) {
   const ConfigCheck result = check(config, model, gpu);
-  if (result.ok()) return;
-  std::string message;
-  for (const auto& issue : result.errors) message += (message.empty() ? "" : "\n") + issue.message;
-  throw ConfigError(message);
+  if (!result.ok()) throw ConfigError(join_messages(result.errors, "\n"));
 }
 
 std::vector<int> layers_per_stage(const ParallelConfig& c, const ModelSpec& m) {
@@ -286,102 +318,32 @@ std::vector<int> layers_per_stage(const ParallelConfig& c, const ModelSpec& m) {
     throw ConfigError("pp=" + str(c.pp) + " and vp=" + str(c.vp) + " must be positive");
   }
   const auto issues = stage_split_issues(c, m);
-  if (!issues.empty()) {
-    std::string message;
-    for (const auto& issue : issues) message += (message.empty() ? "" : "; ") + issue.message;
-    throw ConfigError(message);
-  }
+  if (!issues.empty()) throw ConfigError(join_messages(issues, "; "));
   if (!c.stage_layers.empty()) return c.stage_layers;
   return std::vector<int>(static_cast<std::size_t>(c.pp) * c.vp, m.num_layers / (c.pp * c.vp));
 }
 
 ParallelConfig parallel_config_from_json(const nlohmann::json& json, std::string_view context) {
-  const detail::JsonReader reader(json, context, "parallel", kParallelKeys);
   ParallelConfig c;
-  c.tp = reader.get_int("tp", c.tp);
-  c.pp = reader.get_int("pp", c.pp);
-  c.vp = reader.get_int("vp", c.vp);
-  c.cp = reader.get_int("cp", c.cp);
-  c.ep = reader.get_int("ep", c.ep);
-  c.dp = reader.get_int("dp", c.dp);
-  c.world = reader.get_int("world", c.world);
-  c.mbs = reader.get_int("mbs", c.mbs);
-  c.gbs = reader.get_int("gbs");
-  c.seq_length = reader.get_int("seq_length", c.seq_length);
-  if (reader.has("sequence_parallel")) c.sequence_parallel = reader.get_bool("sequence_parallel", false);
-  const std::string where = detail::context_prefix(context);
-  try {
-    c.recompute = parse_recompute(reader.get_string("recompute", "none"));
-    c.precision = parse_precision(reader.get_string("precision", "bf16"));
-  } catch (const InputError& e) {
-    throw InputError(where + "parallel key " + e.what());
-  }
-  c.distributed_optimizer = reader.get_bool("distributed_optimizer", c.distributed_optimizer);
-  if (reader.has("stage_layers")) {
-    const nlohmann::json& list = reader.get("stage_layers");
-    if (!list.is_array()) reader.fail_type("stage_layers", "an array of integers");
-    for (const auto& item : list) {
-      if (!item.is_number_integer()) reader.fail_type("stage_layers", "an array of integers");
-      c.stage_layers.push_back(item.get<int>());
-    }
-  }
+  detail::read_fields(kFields, JsonReader(json, context, KeyNames::spec("parallel"), parallel_keys()), c);
   return c;
 }
 
 ParallelConfig parse_parallel_config(std::string_view json_text, std::string_view context) {
-  return parallel_config_from_json(detail::parse_json_text(json_text, context), context);
+  return parallel_config_from_json(parse_json_text(json_text, context), context);
 }
 
-nlohmann::json to_json(const ParallelConfig& c) {
-  nlohmann::json json = {
-      {"tp", c.tp},
-      {"pp", c.pp},
-      {"vp", c.vp},
-      {"cp", c.cp},
-      {"ep", c.ep},
-      {"dp", c.dp},
-      {"world", c.world},
-      {"mbs", c.mbs},
-      {"gbs", c.gbs},
-      {"seq_length", c.seq_length},
-      {"recompute", std::string(to_string(c.recompute))},
-      {"distributed_optimizer", c.distributed_optimizer},
-      {"stage_layers", c.stage_layers},
-      {"precision", std::string(to_string(c.precision))},
-  };
-  if (c.sequence_parallel.has_value()) json["sequence_parallel"] = *c.sequence_parallel;
-  return json;
-}
+nlohmann::json to_json(const ParallelConfig& c) { return detail::fields_to_json(kFields, c); }
 
 void apply_override(ParallelConfig& config, std::string_view raw_key, std::string_view value) {
   std::string key = detail::normalize_key(raw_key);
   for (const auto& [alias, canonical] : kAliases) {
     if (key == alias) key = std::string(canonical);
   }
+  const Field* field = detail::find_field(kFields, key);
+  if (field == nullptr) detail::throw_unknown_field("parallel", raw_key, parallel_keys());
   ParallelConfig c = config;
-  int* int_field = nullptr;
-  for (const auto& [name, member] : kIntFields) {
-    if (key == name) int_field = &(c.*member);
-  }
-  if (int_field != nullptr) {
-    *int_field = detail::parse_int_value(key, value);
-  } else if (key == "sequence_parallel") {
-    c.sequence_parallel = detail::parse_bool_value(key, value);
-  } else if (key == "distributed_optimizer") {
-    c.distributed_optimizer = detail::parse_bool_value(key, value);
-  } else if (key == "recompute") {
-    c.recompute = parse_recompute(value);
-  } else if (key == "precision") {
-    c.precision = parse_precision(value);
-  } else if (key == "stage_layers") {
-    c.stage_layers = value.empty() ? std::vector<int>{} : parse_int_list(key, value);
-  } else {
-    std::string message = "unknown parallel field '" + std::string(raw_key) + "'";
-    if (const std::string near = detail::closest_key(key, kParallelKeys); !near.empty()) {
-      message += " (did you mean '" + near + "'?)";
-    }
-    throw InputError(message + "; valid fields: " + detail::join(kParallelKeys));
-  }
+  detail::set_field(*field, c, value);
   config = std::move(c);
 }
 

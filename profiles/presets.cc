@@ -3,15 +3,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <pipelab/base/error.h>
 #include <pipelab/base/file_io.h>
+#include <pipelab/base/names.h>
 
 #include "embedded_presets.h"
-#include "json_reader.h"
 
 namespace pipelab {
 namespace {
@@ -69,7 +67,7 @@ auto find_preset(const PresetTable<Spec>& table, std::string_view kind, std::str
   const auto it = table.specs.find(lower(name));
   if (it == table.specs.end()) {
     throw InputError("unknown " + std::string(kind) + " preset '" + std::string(name) +
-                     "'; valid: " + detail::join(table.names) + " (or a path ending in .json)");
+                     "'; valid: " + join(table.names) + " (or a path ending in .json)");
   }
   return it;
 }

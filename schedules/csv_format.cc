@@ -21,6 +21,7 @@ std::string to_csv(const Schedule& s) {
 
 Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string name) {
   std::vector<std::vector<Slot>> ranks;
+  std::vector<std::vector<int>> columns;  // of each slot's cell, for errors about an action
   int line = 1;
   std::size_t i = 0;
   // Trailing newlines end the last row; they do not start empty ones.
@@ -31,6 +32,7 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
     std::string_view row = text.substr(i, end - i);
     if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
     std::vector<Slot> slots;
+    std::vector<int> slot_columns;
     if (!row.empty()) {
       std::size_t col = 0;
       while (col <= row.size()) {
@@ -42,6 +44,7 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
           cell = cell.substr(1, cell.size() - 2);
           ++column;
         }
+        slot_columns.push_back(column);
         if (cell.find_first_not_of(" \t") == std::string_view::npos) {
           if (format == CsvFormat::ComputeComms) {
             return ParseError{"empty cell: compute_comms schedules list actions without idle steps", line, column};
@@ -61,10 +64,11 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
       }
     }
     ranks.push_back(std::move(slots));
+    columns.push_back(std::move(slot_columns));
     i = end + 1;
     ++line;
   }
-  return detail::infer_shape(std::move(name), std::move(ranks));
+  return detail::infer_shape(std::move(name), std::move(ranks), columns);
 }
 
 CsvFormat sniff_csv_format(std::string_view text) {

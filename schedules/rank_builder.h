@@ -52,7 +52,8 @@ class RankBuilder {
 /// Assembles a Schedule from per-rank builders' output.
 Schedule assemble(std::string name, PipelineShape shape, std::vector<std::vector<Slot>> ranks);
 
-/// Throws ScheduleError("<name> ...") unless cond holds.
+/// Throws ScheduleError(message) unless cond holds; callers start the message with the schedule's
+/// name ("dualpipe needs ...").
 void require(bool cond, const std::string& message);
 
 }  // namespace pipelab::detail

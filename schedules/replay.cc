@@ -93,14 +93,30 @@ Replay replay_lockstep(const Schedule& s) {
     if (!progressed) break;
   }
   // Deadlock: nothing ran in a whole step, so nothing ever will.
-  for (std::size_t r = 0; r < P; ++r) {
-    if (st.finished(r)) continue;
-    StuckRank stuck{static_cast<int>(r), static_cast<int>(st.pos[r]), *st.list(r)[st.pos[r]], {}};
-    for (const SignalKey& k : prerequisites(stuck.action, s.shape, st.mode)) {
-      if (st.ready[st.index(k)] == kNever) stuck.waiting_for.push_back(k);
+  out.stuck = stuck_ranks(s, st.pos, st.mode, [&](const SignalKey& k) { return st.ready[st.index(k)] != kNever; });
+  return out;
+}
+
+std::vector<StuckRank> stuck_ranks(const Schedule& s, const std::vector<std::size_t>& positions, CommMode mode,
+                                   const std::function<bool(const SignalKey&)>& holds) {
+  std::vector<StuckRank> out;
+  for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    const std::vector<Slot>& list = s.ranks[r];
+    std::size_t pos = positions[r];
+    while (pos < list.size() && !list[pos]) ++pos;
+    if (pos >= list.size()) continue;
+    StuckRank stuck{static_cast<int>(r), static_cast<int>(pos), *list[pos], {}};
+    for (const SignalKey& k : prerequisites(stuck.action, s.shape, mode)) {
+      if (!holds(k)) stuck.waiting_for.push_back(k);
     }
-    out.stuck.push_back(std::move(stuck));
+    out.push_back(std::move(stuck));
   }
+  return out;
+}
+
+std::string describe_waits(const StuckRank& stuck) {
+  std::string out;
+  for (const SignalKey& k : stuck.waiting_for) out += (out.empty() ? "" : ", ") + describe(k);
   return out;
 }
 

@@ -1,18 +1,22 @@
 // Shape and placement helpers of the schedule IR.
 #include "pipelab/schedules/schedule.h"
 
+#include <array>
+
 #include "pipelab/base/error.h"
+#include "pipelab/base/names.h"
 
 namespace pipelab {
+namespace {
 
-std::string_view placement_name(Placement p) {
-  switch (p) {
-    case Placement::Loop: return "loop";
-    case Placement::V: return "v";
-    case Placement::Explicit: return "explicit";
-  }
-  return "?";
-}
+constexpr std::array<EnumName<Placement>, 3> kPlacementNames = {
+    {{Placement::Loop, "loop"}, {Placement::V, "v"}, {Placement::Explicit, "explicit"}}};
+
+}  // namespace
+
+std::string_view placement_name(Placement p) { return name_of(kPlacementNames, p); }
+
+Placement parse_placement(std::string_view name) { return parse_name(kPlacementNames, "placement", name); }
 
 int placed_rank(Placement placement, int ranks, int stages, int s) {
   if (placement == Placement::V) {

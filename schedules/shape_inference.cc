@@ -16,7 +16,7 @@ Placement detect_placement(int ranks, const std::vector<int>& stage_to_rank) {
   return Placement::Explicit;
 }
 
-Result<Schedule> infer_shape(std::string name, std::vector<std::vector<Slot>> ranks) {
+Result<Schedule> infer_shape(std::string name, std::vector<std::vector<Slot>> ranks, const std::vector<std::vector<int>>& columns) {
   int max_stage = -1, max_mb = -1;
   for (const auto& list : ranks) {
     for (const Slot& a : list) {
@@ -33,14 +33,17 @@ Result<Schedule> infer_shape(std::string name, std::vector<std::vector<Slot>> ra
   const int stages = max_stage + 1;
   std::vector<int> stage_to_rank(static_cast<std::size_t>(stages), -1);
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
-    for (const Slot& a : ranks[static_cast<std::size_t>(r)]) {
+    const std::vector<Slot>& list = ranks[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const Slot& a = list[i];
       if (!a || !is_compute(a->op)) continue;
       for (int s : {a->stage, a->op == Op::OverlapFB ? a->b_stage : -1}) {
         if (s < 0) continue;
         int& owner = stage_to_rank[static_cast<std::size_t>(s)];
         if (owner >= 0 && owner != r) {
           return ParseError{"stage " + std::to_string(s) + " has compute actions on rank " + std::to_string(owner) + " and on rank " +
-                            std::to_string(r) + "; each stage must live on one rank", r + 1, 0};
+                            std::to_string(r) + "; each stage must live on one rank",
+                            r + 1, columns[static_cast<std::size_t>(r)][i]};
         }
         owner = r;
       }

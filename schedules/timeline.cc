@@ -2,22 +2,27 @@
 #include "pipelab/schedules/timeline.h"
 
 #include <algorithm>
+#include <array>
 
 #include <nlohmann/json.hpp>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/json_reader.h"
+#include "pipelab/base/names.h"
 
 namespace pipelab {
+namespace {
 
-std::string_view stream_name(Stream s) {
-  switch (s) {
-    case Stream::Compute: return "compute";
-    case Stream::Send: return "send";
-    case Stream::Recv: return "recv";
-    case Stream::Collective: return "collective";
-  }
-  return "?";
-}
+constexpr std::array<EnumName<Stream>, 4> kStreamNames = {
+    {{Stream::Compute, "compute"}, {Stream::Send, "send"}, {Stream::Recv, "recv"}, {Stream::Collective, "collective"}}};
+
+Stream parse_stream(std::string_view name) { return parse_name(kStreamNames, "stream", name); }
+
+const std::vector<std::string> kEventKeys = {"rank", "action", "stream", "start_ns", "end_ns", "bytes", "flops"};
+
+}  // namespace
+
+std::string_view stream_name(Stream s) { return name_of(kStreamNames, s); }
 
 std::int64_t Timeline::makespan_ns() const {
   std::int64_t end = 0;
@@ -47,36 +52,21 @@ Timeline timeline_from_json(const nlohmann::json& j) {
   if (!j.is_array()) throw InputError("timeline must be an array of events");
   Timeline t;
   for (std::size_t i = 0; i < j.size(); ++i) {
-    const auto& e = j[i];
-    const std::string where = "timeline[" + std::to_string(i) + "]";
-    for (const char* field : {"rank", "action", "stream", "start_ns", "end_ns"}) {
-      if (!e.is_object() || !e.contains(field)) throw InputError(where + ": missing field \"" + field + "\"");
-    }
-    if (!e["rank"].is_number_integer() || e["rank"].get<long long>() < 0 || e["rank"].get<long long>() > 1'000'000) {
-      throw InputError(where + ": field \"rank\" must be a non-negative integer");
-    }
-    if (!e["action"].is_string()) throw InputError(where + ": field \"action\" must be a string");
-    if (!e["start_ns"].is_number_integer() || !e["end_ns"].is_number_integer()) {
-      throw InputError(where + ": fields \"start_ns\" and \"end_ns\" must be integers");
-    }
+    const JsonReader e(j[i], "timeline[" + std::to_string(i) + "]", KeyNames::fields("a timeline event"), kEventKeys);
+    const std::int64_t rank = e.get_int64("rank");
+    if (rank < 0 || rank > 1'000'000) e.fail_key("rank", "must be a non-negative integer");
     TimelineEvent ev;
-    auto action = parse_action(e["action"].get<std::string>());
-    if (!action) throw InputError(where + ": field \"action\": " + action.error().message);
+    Result<Action> action = parse_action(e.get_string("action"));
+    if (!action) e.fail_key("action", "is not an action: " + action.error().message);
     ev.action = action.value();
-    const std::string stream = e["stream"].is_string() ? e["stream"].get<std::string>() : "";
-    if (stream == "compute") ev.stream = Stream::Compute;
-    else if (stream == "send") ev.stream = Stream::Send;
-    else if (stream == "recv") ev.stream = Stream::Recv;
-    else if (stream == "collective") ev.stream = Stream::Collective;
-    else throw InputError(where + ": field \"stream\" must be compute, send, recv or collective");
-    ev.start_ns = e["start_ns"].get<std::int64_t>();
-    ev.end_ns = e["end_ns"].get<std::int64_t>();
-    if (ev.end_ns < ev.start_ns) throw InputError(where + ": end_ns is before start_ns");
-    if (e.contains("bytes") && e["bytes"].is_number()) ev.bytes = e["bytes"].get<std::int64_t>();
-    if (e.contains("flops") && e["flops"].is_number()) ev.flops = e["flops"].get<double>();
-    const auto rank = static_cast<std::size_t>(e["rank"].get<long long>());
-    if (t.ranks.size() <= rank) t.ranks.resize(rank + 1);
-    t.ranks[rank].push_back(ev);
+    ev.stream = e.get_parsed("stream", parse_stream);
+    ev.start_ns = e.get_int64("start_ns");
+    ev.end_ns = e.get_int64("end_ns");
+    if (ev.end_ns < ev.start_ns) e.fail_key("end_ns", "is before start_ns");
+    ev.bytes = e.get_int64("bytes", 0);
+    ev.flops = e.get_double("flops", 0);
+    if (t.ranks.size() <= static_cast<std::size_t>(rank)) t.ranks.resize(static_cast<std::size_t>(rank) + 1);
+    t.ranks[static_cast<std::size_t>(rank)].push_back(ev);
   }
   return t;
 }

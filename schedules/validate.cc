@@ -86,8 +86,8 @@ class Checker {
     return ok;
   }
 
-  // Checks one (stage, mb) reference of action `what` at (r, pos). `owner` is the rank that must
-  // hold the stage for this action to run here.
+  // Checks one (stage, mb) reference of action `what` at (r, pos): both in range, the microbatch
+  // flows through the stage's chain, and the stage is placed on rank r, whose list holds the action.
   bool check_ref(int r, int pos, const std::string& what, int stage, int mb) {
     if (stage < 0 || stage >= shape_.stages) {
       add(r, pos, "range", what + ": stage " + std::to_string(stage) + " outside [0, " + std::to_string(shape_.stages) + ")");
@@ -246,28 +246,20 @@ class Checker {
                                                    std::to_string(shape_.rank_of(partner.stage)));
       }
     }
-    // Every cross-rank consumer has its receive earlier in its own list.
+    // Every cross-rank consumer has its receive earlier in its own list: each prerequisite on a
+    // posted SEND (dependencies.h, explicit comms) needs its matching RECV on this rank.
     for (int r = 0; r < shape_.ranks; ++r) {
       const auto& list = s_.ranks[static_cast<std::size_t>(r)];
       for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
         if (!list[static_cast<std::size_t>(pos)]) continue;
         const Action& a = *list[static_cast<std::size_t>(pos)];
-        auto need = [&](Op recv, int st, int mb, int from) {
-          if (!crosses_ranks(shape_, st, from)) return;
-          const auto* w = find(recv, st, mb);
+        for (const SignalKey& k : prerequisites(a, shape_, CommMode::Explicit)) {
+          if (k.signal != Signal::SentF && k.signal != Signal::SentB) continue;
+          const Action recv = receive_for(k);
+          const auto* w = find(recv.op, recv.stage, recv.mb);
           if (!w || w->first != r || w->second > pos) {
-            add(r, pos, "comm", cell(a) + " needs " + cell(Action::make(recv, st, mb)) + " earlier on rank " + std::to_string(r));
+            add(r, pos, "comm", cell(a) + " needs " + cell(recv) + " earlier on rank " + std::to_string(r));
           }
-        };
-        auto consumer = [&](Op op, int st, int mb) {
-          if (op == Op::F && !shape_.first_in_chain(st)) need(Op::RecvF, st, mb, st - 1);
-          if ((op == Op::B || op == Op::I) && !shape_.last_in_chain(st)) need(Op::RecvB, st, mb, st + 1);
-        };
-        if (a.op == Op::OverlapFB) {
-          consumer(Op::F, a.stage, a.mb);
-          consumer(Op::B, a.b_stage, a.b_mb);
-        } else {
-          consumer(a.op, a.stage, a.mb);
         }
       }
     }
@@ -277,8 +269,7 @@ class Checker {
     const Replay replay = replay_lockstep(s_);
     if (replay.completed) return;
     for (const StuckRank& st : replay.stuck) {
-      std::string waits;
-      for (const SignalKey& k : st.waiting_for) waits += (waits.empty() ? "" : ", ") + describe(k);
+      const std::string waits = describe_waits(st);
       add(st.rank, st.position, "deadlock", "rank " + std::to_string(st.rank) + " is stuck at " + cell(st.action) +
                                                 " waiting for " + (waits.empty() ? "nothing?" : waits));
     }

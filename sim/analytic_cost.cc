@@ -1,18 +1,16 @@
-// Analytic cost model; see analytic_cost.h and docs/metrics.md.
+// Analytic cost model; see analytic_cost.h and docs/simulator.md.
 #include "pipelab/sim/analytic_cost.h"
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
-#include "pipelab/base/error.h"
 #include "pipelab/profiles/flops.h"
-#include "pipelab/sim/memory_model.h"
 #include "pipelab/sim/stage_layers.h"
 
 namespace pipelab::sim {
 namespace {
 
-constexpr double kBf16 = 2;
 // Kernels launched per layer per pass (norm, QKV, RoPE, attention, out-proj, residual, norm, up,
 // activation, down, residual, plus TP collectives): the launch gap each adds on the GPU.
 constexpr double kKernelsPerLayerPass = 14;
@@ -31,31 +29,28 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   return *this;
 }
 
-AnalyticCost::AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const PipelineShape& shape)
-    : model_(model), gpu_(gpu), config_(config), layout_(config, gpu) {
-  if (config.dp < 1 || config.seq_length < 1) throw ConfigError("analytic cost model needs a resolved config (dp, seq_length)");
-  peak_flops_per_ns_ = gpu.peak_tflops(to_string(config.precision)) * 1e3;  // TFLOP/s -> FLOP/ns
-  const auto ranges = stage_layers(model, config, shape);
-  const MemoryModel memory(model, config, shape);
-  for (int s = 0; s < shape.stages; ++s) {
-    const LayerRange& range = ranges[static_cast<std::size_t>(s)];
+AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const GpuSpec& gpu, const PipelineShape& shape)
+    : geometry_(std::move(geometry)), gpu_(gpu), layout_(geometry_->config(), gpu) {
+  const LayerGeometry& g = *geometry_;
+  peak_flops_per_ns_ = gpu.peak_tflops(g.config().precision) * 1e3;  // TFLOP/s -> FLOP/ns
+  for (const LayerRange& range : stage_layers(g.model(), g.config(), shape)) {
     StageCost c;
     for (int l = range.first; l < range.first + range.count; ++l) {
-      c.f += layer_pass(l, 'F');
-      c.i += layer_pass(l, 'I');
-      c.w += layer_pass(l, 'W');
+      c.f += layer_pass(l, Pass::F);
+      c.i += layer_pass(l, Pass::I);
+      c.w += layer_pass(l, Pass::W);
     }
     if (range.has_embedding) {
-      c.f += embedding_pass('F');
-      c.w += embedding_pass('W');
+      c.f += embedding_pass(Pass::F);
+      c.w += embedding_pass(Pass::W);
     }
     if (range.has_output) {
-      c.f += output_pass('F');
-      c.i += output_pass('I');
-      c.w += output_pass('W');
+      c.f += output_pass(Pass::F);
+      c.i += output_pass(Pass::I);
+      c.w += output_pass(Pass::W);
     }
     stages_.push_back(c);
-    stage_param_bytes_.push_back(memory.stage_params_per_gpu(s) * 2);  // bf16 gradients on the wire
+    stage_param_bytes_.push_back(g.stage_params(range).total * kBf16Bytes);  // bf16 gradients on the wire
     // What the engine asks per action, computed once.
     PassCost b = c.i;
     b += c.w;
@@ -75,10 +70,11 @@ AnalyticCost::AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const Par
     t.b_ep_ns = b.ep_comm_ns;
     totals_.push_back(t);
   }
-  const bool sp = config.tp > 1 && config.sequence_parallel_enabled();
-  boundary_bytes_ = static_cast<std::int64_t>(static_cast<double>(config.mbs) * config.seq_length / config.cp / (sp ? config.tp : 1) *
-                                              model.hidden_size * kBf16);
+  boundary_bytes_ = static_cast<std::int64_t>(g.hidden_state_bytes());
 }
+
+AnalyticCost::AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const PipelineShape& shape)
+    : AnalyticCost(std::make_shared<const LayerGeometry>(model, config), gpu, shape) {}
 
 double AnalyticCost::gemm_ns(double flops, double calls) const {
   if (flops <= 0) return 0;
@@ -96,16 +92,15 @@ double AnalyticCost::collective_ns(double bytes_on_wire, int steps, const Link& 
   return steps * link.latency_ns + bytes_on_wire / (link.bandwidth_gbps * gpu_.collective_efficiency);
 }
 
-PassCost AnalyticCost::layer_pass(int layer, char pass) const {
-  const ModelSpec& m = model_;
-  const ParallelConfig& c = config_;
+PassCost AnalyticCost::layer_pass(int layer, Pass pass) const {
+  const LayerGeometry& g = *geometry_;
+  const ModelSpec& m = g.model();
+  const ParallelConfig& c = g.config();
   const LayerFlops lf = layer_forward_flops(m, layer, c.mbs, c.seq_length, c.tp, c.cp);
-  const double tokens = static_cast<double>(c.mbs) * c.seq_length / c.cp;  // per GPU, before SP
-  const double h = m.hidden_size;
+  const double tokens = g.tokens();
+  const LayerWidths& w = g.widths(layer);
+  const double h = w.hidden;
   const bool moe = m.is_moe_layer(layer);
-  const double f = moe ? static_cast<double>(m.moe_router_topk) * m.moe_ffn_hidden_size + m.moe_shared_expert_intermediate_size
-                       : m.ffn_hidden_size;
-  const bool sp = c.tp > 1 && c.sequence_parallel_enabled();
 
   // GEMM calls, for the efficiency curve: QKV and out-proj one each; the MLP two (up [+gate], down),
   // or two per local expert when MoE.
@@ -116,92 +111,84 @@ PassCost AnalyticCost::layer_pass(int layer, char pass) const {
   fwd.attention_ns = gemm_ns(lf.attention_core, c.mbs * heads_local);
   // Memory-bound work per token (bf16): two norms (read + write h), two residual adds (3h each),
   // RoPE on Q and K, the MLP activation (read up output, write activation).
-  const double norm_tokens = sp ? tokens / c.tp : tokens;
-  const double q_local = static_cast<double>(m.query_projection_size()) / c.tp;
-  const double kv_width = m.multi_latent_attention ? static_cast<double>(m.num_attention_heads) * m.qk_head_dim
-                                                   : static_cast<double>(m.num_query_groups) * m.kv_channels;
-  const double rope_bytes = 2 * (q_local + kv_width / c.tp) * kBf16;  // read + write Q and K
-  const double act_bytes = (m.swiglu ? 3 * f : 2 * f) / c.tp * kBf16;
-  fwd.elementwise_ns = memory_ns(norm_tokens * (4 * h + 6 * h) * kBf16 + tokens * (rope_bytes + act_bytes));
+  const double norm_tokens = tokens / g.sp_split();
+  const double rope_bytes = 2 * (w.query / c.tp + w.key / c.tp) * kBf16Bytes;  // read + write Q and K
+  const double act_bytes = (w.mlp_up + w.mlp) / c.tp * kBf16Bytes;
+  fwd.elementwise_ns = memory_ns(norm_tokens * (4 * h + 6 * h) * kBf16Bytes + tokens * (rope_bytes + act_bytes));
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   fwd.flops = lf.forward();
 
   // TP: 2 all-reduces (or 2 all-gathers + 2 reduce-scatters with SP) of the full activation.
   if (c.tp > 1) {
-    const double full = tokens * h * kBf16;
+    const double full = tokens * h * kBf16Bytes;
     const Link link = layout_.group_link(1, c.tp);
     const double ring = static_cast<double>(c.tp - 1) / c.tp;
-    fwd.tp_comm_ns = sp ? 4 * collective_ns(full * ring, c.tp - 1, link) : 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
+    fwd.tp_comm_ns = g.sequence_parallel() ? 4 * collective_ns(full * ring, c.tp - 1, link) : 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
   }
   // EP: token dispatch and combine all-to-alls of top-k copies of each token.
   if (moe && c.ep > 1) {
-    const double bytes = tokens * m.moe_router_topk * h * kBf16 / (sp ? c.tp : 1) * (c.ep - 1) / c.ep;
+    const double bytes = tokens * m.moe_router_topk * h * kBf16Bytes / g.sp_split() * (c.ep - 1) / c.ep;
     const Link link = layout_.group_link(static_cast<long>(c.tp) * c.cp, c.ep);
     fwd.ep_comm_ns = 2 * collective_ns(bytes, c.ep - 1, link);
   }
   // CP: each rank passes its K/V chunk around the ring; exposed only beyond the attention compute.
   if (c.cp > 1) {
-    const double kv_local = (m.multi_latent_attention ? static_cast<double>(m.num_attention_heads) * (m.qk_head_dim + m.v_head_dim)
-                                                      : 2.0 * m.num_query_groups * m.kv_channels) / c.tp;
-    const double bytes = tokens * kv_local * kBf16 * (c.cp - 1);
+    const double kv_local = (w.key + w.value) / c.tp;
+    const double bytes = tokens * kv_local * kBf16Bytes * (c.cp - 1);
     const Link link = layout_.group_link(c.tp, c.cp);
     fwd.cp_comm_ns = std::max(0.0, collective_ns(bytes, c.cp - 1, link) - fwd.attention_ns);
   }
 
-  switch (pass) {
-    case 'F': return fwd;
-    case 'I': {
-      // dgrad GEMMs as many FLOPs as the forward's; attention backward 2x; elementwise backward
-      // about twice the forward's traffic; the same collectives in reverse.
-      PassCost in;
-      in.gemm_ns = fwd.gemm_ns;
-      in.attention_ns = 2 * fwd.attention_ns;
-      in.elementwise_ns = 2 * fwd.elementwise_ns;
-      in.launch_ns = fwd.launch_ns;
-      in.tp_comm_ns = fwd.tp_comm_ns;
-      in.ep_comm_ns = fwd.ep_comm_ns;
-      in.cp_comm_ns = c.cp > 1 ? 2 * fwd.cp_comm_ns : 0;
-      in.flops = lf.input_grad();
-      if (c.recompute == Recompute::kSelective) {
-        in.attention_ns += fwd.attention_ns;
-        in.flops += lf.attention_core;
-      } else if (c.recompute == Recompute::kFull) {
-        in += fwd;
-      }
-      return in;
-    }
-    default: {
-      PassCost w;  // wgrad GEMMs only
-      w.gemm_ns = fwd.gemm_ns;
-      w.launch_ns = fwd.launch_ns / 2;
-      w.flops = lf.weight_grad();
-      return w;
-    }
+  if (pass == Pass::F) return fwd;
+  if (pass == Pass::W) {
+    PassCost wgrad;  // wgrad GEMMs only
+    wgrad.gemm_ns = fwd.gemm_ns;
+    wgrad.launch_ns = fwd.launch_ns / 2;
+    wgrad.flops = lf.weight_grad();
+    return wgrad;
   }
+  // I: dgrad GEMMs as many FLOPs as the forward's; attention backward 2x; elementwise backward about
+  // twice the forward's traffic; the same collectives in reverse.
+  PassCost in;
+  in.gemm_ns = fwd.gemm_ns;
+  in.attention_ns = 2 * fwd.attention_ns;
+  in.elementwise_ns = 2 * fwd.elementwise_ns;
+  in.launch_ns = fwd.launch_ns;
+  in.tp_comm_ns = fwd.tp_comm_ns;
+  in.ep_comm_ns = fwd.ep_comm_ns;
+  in.cp_comm_ns = c.cp > 1 ? 2 * fwd.cp_comm_ns : 0;
+  in.flops = lf.input_grad();
+  if (c.recompute == Recompute::kSelective) {
+    in.attention_ns += fwd.attention_ns;
+    in.flops += lf.attention_core;
+  } else if (c.recompute == Recompute::kFull) {
+    in += fwd;
+  }
+  return in;
 }
 
-PassCost AnalyticCost::embedding_pass(char pass) const {
+PassCost AnalyticCost::embedding_pass(Pass pass) const {
   // Lookup writes (and its gradient scatters) one h-vector per token.
-  const double tokens = static_cast<double>(config_.mbs) * config_.seq_length / config_.cp;
+  const LayerGeometry& g = *geometry_;
   PassCost p;
-  p.elementwise_ns = memory_ns(tokens * model_.hidden_size * kBf16 * (pass == 'F' ? 1 : 2));
+  p.elementwise_ns = memory_ns(g.tokens() * g.model().hidden_size * kBf16Bytes * (pass == Pass::F ? 1 : 2));
   p.launch_ns = gpu_.kernel_launch_overhead_ns;
   return p;
 }
 
-PassCost AnalyticCost::output_pass(char pass) const {
-  const ParallelConfig& c = config_;
-  const double tokens = static_cast<double>(c.mbs) * c.seq_length / c.cp;
-  const double vocab = static_cast<double>(padded_vocab_size(model_, 128 * c.tp)) / c.tp;
-  const double logits = logits_forward_flops(model_, c.mbs, c.seq_length, c.tp, c.cp, 128 * c.tp);
-  const double mtp = mtp_forward_flops(model_, c.mbs, c.seq_length, c.tp, c.cp, 128 * c.tp);
+PassCost AnalyticCost::output_pass(Pass pass) const {
+  const LayerGeometry& g = *geometry_;
+  const ModelSpec& m = g.model();
+  const ParallelConfig& c = g.config();
+  const double logits = logits_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor());
+  const double mtp = mtp_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor());
   PassCost p;
-  p.gemm_ns = gemm_ns(logits, 1) + gemm_ns(mtp, 8.0 * std::max(1, model_.mtp_num_layers));
+  p.gemm_ns = gemm_ns(logits, 1) + gemm_ns(mtp, 8.0 * std::max(1, m.mtp_num_layers));
   p.flops = logits + mtp;
   p.launch_ns = 4 * gpu_.kernel_launch_overhead_ns;
   // Cross-entropy over fp32 logits: written and read in the forward, read and written in I.
-  if (pass != 'W') p.elementwise_ns = memory_ns(tokens * vocab * 4 * 2);
-  if (pass == 'I' && c.recompute == Recompute::kFull) {
+  if (pass != Pass::W) p.elementwise_ns = memory_ns(g.logits_bytes() * 2);
+  if (pass == Pass::I && c.recompute == Recompute::kFull) {
     p.gemm_ns *= 2;
     p.flops *= 2;
   }
@@ -247,12 +234,13 @@ std::int64_t AnalyticCost::p2p_ns(std::int64_t bytes, int src_rank, int dst_rank
 std::int64_t AnalyticCost::reduce_grad_bytes(int stage) const { return stage_param_bytes_[static_cast<std::size_t>(stage)]; }
 
 std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const {
-  const int group = config_.dp * config_.cp;
+  const ParallelConfig& c = geometry_->config();
+  const int group = c.dp * c.cp;
   if (group <= 1) return 0;
   const double bytes = static_cast<double>(reduce_grad_bytes(stage));
-  const Link link = layout_.group_link(config_.tp, group);
+  const Link link = layout_.group_link(c.tp, group);
   // Reduce-scatter (distributed optimizer) or all-reduce (twice the traffic).
-  const double factor = config_.distributed_optimizer ? 1.0 : 2.0;
+  const double factor = c.distributed_optimizer ? 1.0 : 2.0;
   return static_cast<std::int64_t>(std::llround(collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link)));
 }
 

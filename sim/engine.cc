@@ -8,6 +8,7 @@
 
 #include "pipelab/base/error.h"
 #include "pipelab/schedules/dependencies.h"
+#include "pipelab/schedules/replay.h"
 
 namespace pipelab::sim {
 namespace {
@@ -207,21 +208,16 @@ class Engine {
   }
 
   void report_deadlock() const {
-    std::string stuck;
-    for (std::size_t r = 0; r < ranks_.size(); ++r) {
-      const RankState& st = ranks_[r];
-      std::size_t pos = st.pos;
-      while (pos < list(static_cast<int>(r)).size() && !list(static_cast<int>(r))[pos]) ++pos;
-      if (pos >= list(static_cast<int>(r)).size()) continue;
-      const Action& a = *list(static_cast<int>(r))[pos];
-      std::string waits;
-      for (const SignalKey& k : prerequisites(a, s_.shape, CommMode::Explicit)) {
-        if (available_[index_(k)] == kNotYet) waits += (waits.empty() ? "" : ", ") + describe(k);
-      }
-      stuck += "\n  rank " + std::to_string(r) + " at position " + std::to_string(pos) + " (" + to_string(a) +
-               ") waits for " + (waits.empty() ? "its stream" : waits);
+    std::vector<std::size_t> positions;
+    for (const RankState& st : ranks_) positions.push_back(st.pos);
+    const auto holds = [&](const SignalKey& k) { return available_[index_(k)] != kNotYet; };
+    std::string message;
+    for (const StuckRank& st : stuck_ranks(s_, positions, CommMode::Explicit, holds)) {
+      const std::string waits = describe_waits(st);
+      message += "\n  rank " + std::to_string(st.rank) + " at position " + std::to_string(st.position) + " (" + to_string(st.action) +
+                 ") waits for " + (waits.empty() ? "its stream" : waits);
     }
-    if (!stuck.empty()) throw ScheduleError("simulation deadlocked:" + stuck);
+    if (!message.empty()) throw ScheduleError("simulation deadlocked:" + message);
   }
 
   const Schedule& s_;

@@ -29,11 +29,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   ParallelConfig split = config;
   split.vp = schedule.shape.stages_per_chain() / config.pp;
   const ConfigCheck check = pipelab::check(split, req.model, req.gpu);
-  if (!check.ok()) {
-    std::string message;
-    for (const ConfigIssue& e : check.errors) message += (message.empty() ? "" : "; ") + e.message;
-    throw ConfigError(message);
-  }
+  if (!check.ok()) throw ConfigError(join_messages(check.errors, "; "));
   for (const ConfigIssue& w : check.warnings) out.warnings.push_back(w.message);
   config.vp = vp;
   out.config = config;
@@ -41,20 +37,20 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   Schedule lowered = add_send_recv(schedule);
   if (config.dp * config.cp > 1) lowered = add_reduce_grad(lowered);
 
+  // One geometry for the cost and the memory model, so they size every tensor alike.
+  const auto geometry = std::make_shared<const LayerGeometry>(req.model, split);
+  const MemoryModel memory(geometry, schedule.shape, req.memory);
   std::unique_ptr<CostModel> cost;
   if (req.make_cost) {
     cost = req.make_cost(schedule.shape);
-  } else if (req.cost_model == "analytic") {
-    cost = std::make_unique<AnalyticCost>(req.model, req.gpu, split, schedule.shape);
-  } else if (req.cost_model == "uniform") {
+  } else if (req.cost_model == CostModelKind::Analytic) {
+    cost = std::make_unique<AnalyticCost>(geometry, req.gpu, schedule.shape);
+  } else {
     cost = std::make_unique<UniformCost>(req.uniform);
     out.warnings.push_back("uniform cost model: TFLOPS, MFU and tokens/s divide the model's real FLOPs by the given "
                            "synthetic times, so they say nothing about the hardware");
-  } else {
-    throw InputError("unknown cost model \"" + req.cost_model + "\"; valid: analytic, uniform, profiled");
   }
 
-  const MemoryModel memory(req.model, split, schedule.shape, req.memory);
   SimOptions options;
   options.activations = memory.stage_activations();
   out.result = simulate(lowered, *cost, options);
@@ -62,10 +58,10 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   out.metrics = compute_metrics(out.result.timeline);
 
   const std::int64_t gpus = static_cast<std::int64_t>(config.tp) * config.pp * config.cp * config.dp;
-  out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, 128 * config.tp);
+  out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, geometry->vocab_divisor());
   out.tokens_per_iteration = static_cast<std::int64_t>(config.gbs) * config.seq_length;
   out.throughput = compute_throughput(out.metrics.makespan_ns, out.model_flops, out.tokens_per_iteration, gpus,
-                                      req.gpu.peak_tflops(to_string(config.precision)));
+                                      req.gpu.peak_tflops(config.precision));
   out.memory_capacity_bytes = req.gpu.usable_memory_bytes();
   for (int r = 0; r < config.pp; ++r) {
     out.static_memory.push_back(memory.static_memory(r));

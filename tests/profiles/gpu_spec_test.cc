@@ -50,12 +50,12 @@ TEST(GpuEfficiency, PresetCurvesRiseToSeventyToEightyPercent) {
 
 TEST(GpuSpec, PeakByPrecision) {
   const GpuSpec h100 = gpu_preset("h100-sxm");
-  EXPECT_DOUBLE_EQ(h100.peak_tflops("bf16"), 989.4);
-  EXPECT_DOUBLE_EQ(h100.peak_tflops("fp8"), 1978.9);
-  EXPECT_THAT(error_message<ConfigError>([] { gpu_preset("a100-80g").peak_tflops("fp8"); }),
+  EXPECT_DOUBLE_EQ(h100.peak_tflops(Precision::kBf16), 989.4);
+  EXPECT_DOUBLE_EQ(h100.peak_tflops(Precision::kFp8), 1978.9);
+  EXPECT_THAT(error_message<ConfigError>([] { gpu_preset("a100-80g").peak_tflops(Precision::kFp8); }),
               HasSubstr("gpu 'a100-80g' has no FP8 tensor cores"));
-  EXPECT_THAT(error_message<InputError>([&] { h100.peak_tflops("fp16"); }),
-              HasSubstr("precision='fp16' must be 'bf16' or 'fp8'"));
+  EXPECT_THAT(error_message<InputError>([] { parse_precision("fp16"); }),
+              HasSubstr("precision='fp16' must be one of: bf16, fp8"));
 }
 
 TEST(GpuSpec, LinkConventionIsPerDirection) {

@@ -308,5 +308,13 @@ TEST(ParallelOverride, AcceptsOurAndMegatronNames) {
   EXPECT_EQ(c.tp, 8);
 }
 
+TEST(ParallelOverride, IntListsNameTheBadItem) {
+  EXPECT_EQ(parse_int_list("--stage-layers", "19,21,21,19"), (std::vector<int>{19, 21, 21, 19}));
+  EXPECT_THAT(error_message<InputError>([] { parse_int_list("--stage-layers", "19,2x,19"); }),
+              HasSubstr("--stage-layers=2x: expected an integer"));
+  EXPECT_THAT(error_message<InputError>([] { parse_int_list("--stage-layers", "19,21,"); }),
+              HasSubstr("--stage-layers=: expected an integer"));
+}
+
 }  // namespace
 }  // namespace pipelab

@@ -3,7 +3,6 @@
 #include <pipelab/base/file_io.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -73,18 +72,18 @@ TEST(Presets, LoadByNameOrPath) {
   const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pipelab_presets_test";
   std::filesystem::create_directories(dir);
   const std::filesystem::path model_path = dir / "my-model.json";
-  std::ofstream(model_path) << R"({"name": "mine", "num_layers": 2, "hidden_size": 64,
-      "num_attention_heads": 4, "vocab_size": 100, "seq_length": 128})";
+  write_text_file(model_path.string(), R"({"name": "mine", "num_layers": 2, "hidden_size": 64,
+      "num_attention_heads": 4, "vocab_size": 100, "seq_length": 128})");
   const ModelSpec mine = load_model(model_path.string());
   EXPECT_EQ(mine.name, "mine");
   EXPECT_EQ(mine.kv_channels, 16);
 
   const std::filesystem::path gpu_path = dir / "my-gpu.JSON";
-  std::ofstream(gpu_path) << gpu_preset_json("a100-80g");
+  write_text_file(gpu_path.string(), gpu_preset_json("a100-80g"));
   EXPECT_EQ(load_gpu(gpu_path.string()), gpu_preset("a100-80g"));
 
   const std::filesystem::path bad_path = dir / "bad.json";
-  std::ofstream(bad_path) << R"({"name": "bad", "num_layers": "two"})";
+  write_text_file(bad_path.string(), R"({"name": "bad", "num_layers": "two"})");
   EXPECT_THAT(error_message<InputError>([&] { load_model(bad_path.string()); }),
               HasSubstr(bad_path.string() + ": model key 'num_layers' must be an integer"));
 

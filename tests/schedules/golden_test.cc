@@ -1,12 +1,13 @@
-// The reference test vectors (reference/schedules.md §9) reproduced exactly, and golden CSV files
+// Reference vectors re-derived from PyTorch's ScheduleZBVZeroBubble and ScheduleDualPipeV
+// (torch/distributed/pipelining/schedules.py; P=2, m=4) reproduced exactly, and golden CSV files
 // for every schedule in tests/data/schedules/<name>_<pp>r_<vp>v_<m>mb.csv (PyTorch's format).
 // Regenerate the files only on purpose: PIPELAB_UPDATE_GOLDEN=1 ./pipelab_schedules_tests.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 
+#include "pipelab/base/file_io.h"
 #include "pipelab/schedules/formats.h"
 #include "pipelab/schedules/registry.h"
 
@@ -43,14 +44,11 @@ TEST_P(GoldenCsv, MatchesFile) {
                            "r_" + std::to_string(c.vp) + "v_" + std::to_string(c.m) + "mb.csv";
   const std::string csv = to_csv(s);
   if (const char* update = std::getenv("PIPELAB_UPDATE_GOLDEN"); update && std::string(update) == "1") {
-    std::ofstream(path) << csv;
+    write_text_file(path, csv, "golden file");
     GTEST_SKIP() << "updated " << path;
   }
-  std::ifstream in(path);
-  ASSERT_TRUE(in) << "missing golden file " << path << " (run with PIPELAB_UPDATE_GOLDEN=1 to create it)";
-  std::stringstream golden;
-  golden << in.rdbuf();
-  EXPECT_EQ(csv, golden.str()) << path;
+  ASSERT_TRUE(std::filesystem::exists(path)) << "missing golden file " << path << " (run with PIPELAB_UPDATE_GOLDEN=1 to create it)";
+  EXPECT_EQ(csv, read_text_file(path, "golden file")) << path;
 }
 
 INSTANTIATE_TEST_SUITE_P(All, GoldenCsv,

@@ -76,12 +76,6 @@ TEST(MergeBackward, UndoesSplit) {
   EXPECT_EQ(merge_backward(split_backward(s)), s);
 }
 
-}  // namespace
-}  // namespace pipelab
-
-namespace pipelab {
-namespace {
-
 TEST(PeerStage, PairsEverySendWithItsReceive) {
   EXPECT_EQ(peer_stage(Action::make(Op::SendF, 2, 5)), 3);
   EXPECT_EQ(peer_stage(Action::make(Op::RecvF, 3, 5)), 2);
@@ -96,6 +90,13 @@ TEST(PeerStage, PairsEverySendWithItsReceive) {
   EXPECT_TRUE(p2p_past_chain_end(Action::make(Op::SendF, 1, 0), shape));
   EXPECT_TRUE(p2p_past_chain_end(Action::make(Op::SendB, 0, 0), shape));
   EXPECT_FALSE(p2p_past_chain_end(Action::make(Op::SendF, 0, 0), shape));
+}
+
+TEST(PeerStage, TheReceiveForASentSignalMatchesItsSend) {
+  for (Op op : {Op::SendF, Op::SendB}) {
+    const Action send = Action::make(op, 3, 5);
+    EXPECT_EQ(receive_for(completions(send).items[0]), matching_p2p(send)) << to_string(send);
+  }
 }
 
 }  // namespace

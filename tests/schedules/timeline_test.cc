@@ -34,5 +34,25 @@ TEST(Timeline, ErrorsNameTheRecordAndField) {
   EXPECT_THROW(timeline_from_json(j), InputError);
 }
 
+TEST(Timeline, ReadsEventsStrictly) {
+  auto message = [](const char* text) {
+    try {
+      timeline_from_json(nlohmann::json::parse(text));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message(R"([{"rank":0,"action":"0F0","stream":"gpu","start_ns":0,"end_ns":5}])"),
+            "timeline[0]: field stream='gpu' must be one of: compute, send, recv, collective");
+  EXPECT_NE(message(R"([{"rank":0,"action":"0F0","stream":"send","start_ns":0,"end_ns":5,"byte":8}])")
+                .find("timeline[0]: unknown field \"byte\" (did you mean \"bytes\"?)"),
+            std::string::npos);
+  EXPECT_EQ(message(R"([{"rank":-1,"action":"0F0","stream":"send","start_ns":0,"end_ns":5}])"),
+            "timeline[0]: field \"rank\" must be a non-negative integer");
+  EXPECT_EQ(message(R"([{"rank":0,"action":"0F0","stream":"send","start_ns":9,"end_ns":5}])"),
+            "timeline[0]: field \"end_ns\" is before start_ns");
+}
+
 }  // namespace
 }  // namespace pipelab

@@ -1,6 +1,8 @@
 // Each validation rule fires with its own diagnostic on a schedule that breaks exactly that rule.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "pipelab/base/error.h"
 #include "pipelab/schedules/formats.h"
 #include "pipelab/schedules/lowering.h"
@@ -121,6 +123,17 @@ TEST(Validate, ReportsAReceivePostedAfterItsConsumer) {
   EXPECT_TRUE(has_rule(validate(s), "comm", "1F0 needs 1RECV_F0 earlier on rank 1"));
 }
 
+TEST(Validate, ReportsABackwardWithoutItsGradientReceive) {
+  Schedule s = add_send_recv(make_schedule("dualpipev", {2, 2, 4, 0}));  // F&B units consume both ways
+  for (auto& list : s.ranks) {
+    list.erase(std::remove_if(list.begin(), list.end(), [](const Slot& a) { return a && a->op == Op::RecvB; }), list.end());
+  }
+  const Validation v = validate(s);
+  EXPECT_TRUE(has_rule(v, "comm", "0I2 needs 0RECV_B2 earlier on rank 0")) << dump(v, s);
+  EXPECT_TRUE(has_rule(v, "comm", "(3F3;0B1)OVERLAP_F_B needs 0RECV_B1 earlier on rank 0")) << dump(v, s);
+  EXPECT_TRUE(has_rule(v, "comm", "1SEND_B0 has no matching 0RECV_B0 on rank 0")) << dump(v, s);
+}
+
 TEST(Validate, RejectsSendsBetweenStagesOnTheSameRank) {
   Schedule s = add_send_recv(make_schedule("zb-v", {2, 2, 4, 0}));
   s.ranks[1].insert(s.ranks[1].begin() + 3, Action::make(Op::SendF, 1, 0));
@@ -143,6 +156,15 @@ TEST(Validate, ReportsReduceGradBeforeTheLastWeightGrad) {
   s = add_reduce_grad(make_schedule("1f1b", {1, 1, 2, 0}));
   s.ranks[0].push_back(Action::make(Op::ReduceGrad, 0, 0));
   EXPECT_TRUE(has_rule(validate(s), "exactly-once", "duplicate 0REDUCE_GRAD"));
+}
+
+TEST(Validate, EveryRankHoldsAStage) {
+  auto s = parse_csv("0F0,0B0\n\n1F0,1B0\n", CsvFormat::ComputeOnly);  // a blank middle row is a rank
+  ASSERT_TRUE(s.ok());
+  const Validation v = validate(s.value());
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.diagnostics.front().rule, "placement");
+  EXPECT_NE(v.diagnostics.front().message.find("rank 1 holds no stage"), std::string::npos);
 }
 
 TEST(Validate, RequireValidThrowsWithTheReport) {

@@ -146,6 +146,17 @@ TEST(Simulation, ConfigRulesAreErrorsNamingTheRule) {
   EXPECT_THROW(run("llama3-70b", "dualpipe", c), ScheduleError);  // m=6 < 2*pp
 }
 
+TEST(Simulation, CostModelsAreNamedByOneTable) {
+  for (const auto& row : sim::kCostModelNames) EXPECT_EQ(sim::parse_cost_model(sim::cost_model_name(row.value)), row.value);
+  EXPECT_EQ(sim::parse_cost_model("uniform"), sim::CostModelKind::Uniform);
+  try {
+    sim::parse_cost_model("profiled");  // built by the caller, through make_cost
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cost model='profiled' must be one of: analytic, uniform"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Simulation, IsDeterministic) {
   const ModelSpec m = model_preset("mixtral-8x7b");
   ParallelConfig c = layout(m, 2, 4, 4, 1, 64);
@@ -226,12 +237,6 @@ TEST(MemoryModel, FlagsOutOfMemory) {
   EXPECT_TRUE(o.oom);
   EXPECT_GT(*std::max_element(o.peak_memory_bytes.begin(), o.peak_memory_bytes.end()), o.memory_capacity_bytes);
 }
-
-}  // namespace
-}  // namespace pipelab
-
-namespace pipelab {
-namespace {
 
 TEST(MemoryModel, WeightStashWithoutSequenceParallelKeepsItsReplicatedPart) {
   const ModelSpec m = model_preset("gpt-1.5b");

@@ -1,5 +1,7 @@
 // Uniform costs with free communication reproduce the published closed forms exactly, over grids
-// of PP, microbatches and cost ratios (DESIGN.md §8; reference/schedules.md §3).
+// of PP, microbatches and cost ratios: the DualPipe README's table (github.com/deepseek-ai/DualPipe),
+// the zero-bubble paper's Table 2 (Qi et al., arXiv 2401.10241) and Megatron's interleaved bubble
+// (Narayanan et al., arXiv 2104.04473 §2.2). The table of them is in docs/simulator.md.
 #include <gtest/gtest.h>
 
 #include "sim_helpers.h"
@@ -141,7 +143,7 @@ TEST(PeakActivations, MatchThePublishedCounts) {
     EXPECT_EQ(peak_in_flight(run_uniform("gpipe", P, 1, m, times(kCosts[0]), true)), m) << P;
     EXPECT_EQ(peak_in_flight(run_uniform("dualpipe", P, 2, m, times(kCosts[0]), true)), P + 1) << P;
     // Interleaved rank 0: P + (P-1)/v stage-activations in units of a whole rank's layers, i.e.
-    // v*P + P - 1 chunk activations (reference/schedules.md §3).
+    // v*P + P - 1 chunk activations (from Megatron's warm-up count, arXiv 2104.04473 §2.2.2).
     for (int v : {2, 4}) {
       EXPECT_EQ(peak_in_flight(run_uniform("interleaved-1f1b", P, v, m, times(kCosts[0]), true)), v * P + P - 1) << P;
     }

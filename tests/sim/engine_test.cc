@@ -142,12 +142,6 @@ TEST(Engine, RejectsAnActivationTableOfTheWrongSize) {
   EXPECT_THROW(sim::simulate(s, sim::UniformCost({}), o), InputError);
 }
 
-}  // namespace
-}  // namespace pipelab
-
-namespace pipelab {
-namespace {
-
 class SlowReduceCost : public sim::UniformCost {
  public:
   SlowReduceCost() : sim::UniformCost(sim::UniformTimes{}) {}
@@ -174,12 +168,6 @@ TEST(Engine, GradientReductionsOverlapTheCoolDownAndSerializePerRank) {
   }
   EXPECT_GT(r.timeline.makespan_ns(), 0);
 }
-
-}  // namespace
-}  // namespace pipelab
-
-namespace pipelab {
-namespace {
 
 TEST(Engine, InputGradCanAllocateWhatItsWeightGradNeeds) {
   // Full recompute: F keeps 100 (the input), I frees it and rebuilds a 30-byte stash, W frees that.

@@ -8,14 +8,17 @@ namespace pipelab {
 
 struct ModelSpec;
 
-/// Vocabulary as Megatron pads it: rounded up to a multiple of `vocab_divisor`, which Megatron sets to
-/// make_vocab_size_divisible_by (128) x tp.
+/// Megatron's vocabulary padding divisor for a run: make_vocab_size_divisible_by (128) x tp.
+constexpr int megatron_vocab_divisor(int tp) { return 128 * tp; }
+
+/// Vocabulary as Megatron pads it: rounded up to a multiple of `vocab_divisor`
+/// (megatron_vocab_divisor(tp) for a run; the default is its tp = 1 value).
 std::int64_t padded_vocab_size(const ModelSpec& model, int vocab_divisor = 128);
 
 /// Forward + backward FLOPs of one iteration as Megatron-LM main's
 /// `training.py::num_floating_point_operations` computes them (2025 form: causal attention halved,
 /// GQA, SwiGLU, MoE top-k + shared experts + leading dense layers, MLA, MTP, logits on the padded
-/// vocabulary). No recompute FLOPs, no router GEMM. Pass vocab_divisor = 128 * tp to match a run.
+/// vocabulary). No recompute FLOPs, no router GEMM. Pass megatron_vocab_divisor(tp) to match a run.
 double megatron_model_flops(const ModelSpec& model, std::int64_t global_batch, std::int64_t seq_length,
                             int vocab_divisor = 128);
 

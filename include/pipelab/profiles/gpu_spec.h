@@ -9,6 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <pipelab/profiles/precision.h>
+
 namespace pipelab {
 
 /// One point of the GEMM efficiency curve: a GEMM of `flops` runs at `efficiency` x peak.
@@ -44,8 +46,8 @@ struct GpuSpec {
   /// Efficiency of a GEMM of `flops`: piecewise linear in log10(flops) between curve points, clamped
   /// to the first/last point outside the curve.
   double gemm_efficiency(double flops) const;
-  /// Dense peak for "bf16" or "fp8" (InputError otherwise, ConfigError if the GPU has no FP8).
-  double peak_tflops(std::string_view precision) const;
+  /// Dense peak at `precision` (ConfigError for fp8 on a GPU without FP8 tensor cores).
+  double peak_tflops(Precision precision) const;
   /// hbm_bytes - reserved_memory_bytes: what the memory model may fill.
   std::int64_t usable_memory_bytes() const { return hbm_bytes - reserved_memory_bytes; }
 };

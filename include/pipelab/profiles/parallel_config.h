@@ -9,20 +9,18 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <pipelab/profiles/precision.h>
+
 namespace pipelab {
 
 struct GpuSpec;
 struct ModelSpec;
 
 enum class Recompute { kNone, kSelective, kFull };
-enum class Precision { kBf16, kFp8 };
 
 std::string_view to_string(Recompute recompute);
-std::string_view to_string(Precision precision);
 /// "none" | "selective" | "full"; InputError naming the valid values otherwise.
 Recompute parse_recompute(std::string_view text);
-/// "bf16" | "fp8".
-Precision parse_precision(std::string_view text);
 
 /// A parallel layout. dp = 0 or world = 0 means "derive it" (resolve()); seq_length = 0 means the
 /// model's default; sequence_parallel unset means "on when tp > 1" (Megatron's usual choice).
@@ -70,6 +68,9 @@ struct ConfigCheck {
   bool ok() const { return errors.empty(); }
 };
 
+/// The issues' messages joined by `separator`: "\n" for require_valid's error, "; " on one line.
+std::string join_messages(const std::vector<ConfigIssue>& issues, std::string_view separator);
+
 /// Every rule of docs/profiles.md "Parallel rules", on the config as given (dp/world/seq_length
 /// derived on the fly if missing). Schedule-specific constraints belong to the schedule generators.
 ConfigCheck check(const ParallelConfig& config, const ModelSpec& model, const GpuSpec& gpu);
@@ -86,6 +87,10 @@ std::vector<int> layers_per_stage(const ParallelConfig& config, const ModelSpec&
 ParallelConfig parallel_config_from_json(const nlohmann::json& json, std::string_view context);
 ParallelConfig parse_parallel_config(std::string_view json_text, std::string_view context);
 nlohmann::json to_json(const ParallelConfig& config);
+
+/// "19,21,21,19" -> {19, 21, 21, 19}: the command-line form of stage_layers. InputError
+/// "<key>=<item>: expected an integer" naming the item that is not one.
+std::vector<int> parse_int_list(std::string_view key, std::string_view text);
 
 /// Sets one field from a command-line string. Keys: the JSON names and Megatron's long names
 /// (tensor_model_parallel_size, pipeline_model_parallel_size, virtual_pipeline_model_parallel_size,

@@ -79,6 +79,12 @@ constexpr Action matching_p2p(const Action& a) {
   return Action::make(partner, peer_stage(a), a.mb);
 }
 
+/// The RECV a consumer must have posted before it may use the data a SentF/SentB signal announces
+/// (the RECV matching the SEND that makes the signal true).
+constexpr Action receive_for(const SignalKey& sent) {
+  return matching_p2p(Action::make(sent.signal == Signal::SentF ? Op::SendF : Op::SendB, sent.stage, sent.mb));
+}
+
 /// True when a P2P op has no peer stage in its chain (e.g. SEND_F from a chain's last stage).
 inline bool p2p_past_chain_end(const Action& a, const PipelineShape& shape) {
   return peer_stage(a) > a.stage ? shape.last_in_chain(a.stage) : shape.first_in_chain(a.stage);

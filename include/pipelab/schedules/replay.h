@@ -3,6 +3,9 @@
 // no time. It yields the rank x step grid `pipelab show` prints, and detects deadlock.
 #pragma once
 
+#include <cstddef>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "pipelab/schedules/dependencies.h"
@@ -31,5 +34,14 @@ struct Replay {
 
 /// Requires stage/microbatch indices in range (validate() checks that first).
 Replay replay_lockstep(const Schedule& s);
+
+/// Each rank whose list is unfinished at `positions[r]` (idle slots skipped): its next action and
+/// the prerequisites `holds` says are missing. The one account of who is stuck and on what, used by
+/// the lock-step replay and the simulator's deadlock error.
+std::vector<StuckRank> stuck_ranks(const Schedule& s, const std::vector<std::size_t>& positions, CommMode mode,
+                                   const std::function<bool(const SignalKey&)>& holds);
+
+/// "F(0, mb 0) done, SEND_F(1, mb 2) posted": what a stuck rank waits for ("" when nothing).
+std::string describe_waits(const StuckRank& stuck);
 
 }  // namespace pipelab

@@ -20,6 +20,8 @@ enum class Placement : std::uint8_t {
 };
 
 std::string_view placement_name(Placement p);
+/// "loop" | "v" | "explicit"; InputError naming the valid names otherwise.
+Placement parse_placement(std::string_view name);
 
 /// The shape of a pipeline. Stages are split into `chains` equal runs of consecutive stages; each
 /// microbatch flows through one chain. A normal pipeline has one chain. DualPipe has two (its two

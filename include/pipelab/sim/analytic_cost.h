@@ -1,5 +1,5 @@
-// AnalyticCost: per-stage F / I / W times from ModelSpec x GpuSpec x ParallelConfig (docs/metrics.md,
-// "Analytic cost model"). Every constant comes from the GPU and model specs.
+// AnalyticCost: per-stage F / I / W times from ModelSpec x GpuSpec x ParallelConfig (docs/simulator.md,
+// "analytic"). Every constant comes from the GPU and model specs; per-GPU sizes from LayerGeometry.
 //   - GEMMs: FLOPs / (peak x efficiency(FLOPs of that GEMM call)), the GPU's size-dependent curve;
 //   - attention core (QK^T, PV; causal): the same roofline per (microbatch, head) call;
 //   - norms, activations, residuals, RoPE, cross-entropy: bytes / (HBM bandwidth x efficiency);
@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "pipelab/profiles/gpu_spec.h"
@@ -23,6 +24,7 @@
 #include "pipelab/schedules/schedule.h"
 #include "pipelab/sim/cluster_layout.h"
 #include "pipelab/sim/cost_model.h"
+#include "pipelab/sim/layer_geometry.h"
 
 namespace pipelab::sim {
 
@@ -48,7 +50,10 @@ struct StageCost {
 
 class AnalyticCost final : public CostModel {
  public:
-  /// `config` must be resolved (dp, seq_length set) and valid for `model`.
+  /// Shares `geometry` with the memory model of the same simulation; its config must be valid for
+  /// its model.
+  AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const GpuSpec& gpu, const PipelineShape& shape);
+  /// A cost model on its own; `config` must be resolved (dp, seq_length set) and valid for `model`.
   AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const PipelineShape& shape);
 
   std::int64_t duration_ns(int rank, const Action& a) const override;
@@ -64,9 +69,11 @@ class AnalyticCost final : public CostModel {
   double overlap_ns(int f_stage, int b_stage) const;
 
  private:
-  PassCost layer_pass(int layer, char pass) const;
-  PassCost output_pass(char pass) const;
-  PassCost embedding_pass(char pass) const;
+  enum class Pass { F, I, W };  // forward, input-grad, weight-grad
+
+  PassCost layer_pass(int layer, Pass pass) const;
+  PassCost output_pass(Pass pass) const;
+  PassCost embedding_pass(Pass pass) const;
   double gemm_ns(double flops, double calls) const;
   double memory_ns(double bytes) const;
   double collective_ns(double bytes_on_wire, int steps, const Link& link) const;
@@ -80,9 +87,8 @@ class AnalyticCost final : public CostModel {
     double f_ep_ns = 0, b_ep_ns = 0;                      // EP all-to-all (hidden by F&B overlap)
   };
 
-  ModelSpec model_;
+  std::shared_ptr<const LayerGeometry> geometry_;
   GpuSpec gpu_;
-  ParallelConfig config_;
   ClusterLayout layout_;
   std::vector<StageCost> stages_;
   std::vector<StageTotals> totals_;

@@ -1,4 +1,4 @@
-// The discrete-event simulator of a lowered schedule (DESIGN.md §3): integer nanoseconds, events
+// The discrete-event simulator of a lowered schedule (docs/simulator.md): integer nanoseconds, events
 // ordered by (time, insertion sequence), so identical input gives byte-identical output.
 //
 // Semantics (the runtime matches them): each rank runs its list in order on one compute stream;

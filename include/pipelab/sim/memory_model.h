@@ -7,12 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "pipelab/profiles/model_spec.h"
 #include "pipelab/profiles/parallel_config.h"
 #include "pipelab/schedules/schedule.h"
 #include "pipelab/sim/engine.h"
+#include "pipelab/sim/layer_geometry.h"
 
 namespace pipelab::sim {
 
@@ -31,6 +33,9 @@ struct StaticMemory {
 
 class MemoryModel {
  public:
+  /// Shares `geometry` with the cost model of the same simulation.
+  MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const PipelineShape& shape, MemoryOptions options = {});
+  /// A memory model on its own; `config` must be resolved.
   MemoryModel(const ModelSpec& model, const ParallelConfig& config, const PipelineShape& shape, MemoryOptions options = {});
 
   /// Activation bytes one microbatch leaves on one GPU for one transformer layer.
@@ -42,23 +47,13 @@ class MemoryModel {
   const std::vector<StageActivation>& stage_activations() const { return stages_; }
   /// Weights, gradients and optimizer state of the stages a pipeline rank holds.
   StaticMemory static_memory(int rank) const;
-  /// Parameters of one stage held by one GPU (after TP/EP sharding).
-  std::int64_t stage_params_per_gpu(int stage) const;
 
  private:
-  std::int64_t layer_params_per_gpu(int layer, std::int64_t* expert_params) const;
-
-  struct StageParams {
-    std::int64_t total = 0;    // per GPU
-    std::int64_t experts = 0;  // of which MoE experts (sharded differently by the optimizer)
-  };
-
-  ModelSpec model_;
-  ParallelConfig config_;
+  std::shared_ptr<const LayerGeometry> geometry_;
   PipelineShape shape_;
   MemoryOptions options_;
   std::vector<StageActivation> stages_;
-  std::vector<StageParams> params_;
+  std::vector<GpuParams> params_;  // per stage
 };
 
 }  // namespace pipelab::sim

@@ -3,11 +3,15 @@
 // compute every metric. `simulate`, `compare`, `plan` and the benchmarks all go through here.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "pipelab/base/names.h"
 #include "pipelab/profiles/gpu_spec.h"
 #include "pipelab/profiles/model_spec.h"
 #include "pipelab/profiles/parallel_config.h"
@@ -20,13 +24,23 @@
 
 namespace pipelab::sim {
 
+/// The cost models a request can name; a caller-built one (e.g. profiled) goes through make_cost.
+enum class CostModelKind : std::uint8_t { Analytic, Uniform };
+
+inline constexpr std::array<EnumName<CostModelKind>, 2> kCostModelNames = {
+    {{CostModelKind::Analytic, "analytic"}, {CostModelKind::Uniform, "uniform"}}};
+
+inline std::string_view cost_model_name(CostModelKind kind) { return name_of(kCostModelNames, kind); }
+/// "analytic" | "uniform"; InputError naming the valid names otherwise.
+inline CostModelKind parse_cost_model(std::string_view name) { return parse_name(kCostModelNames, "cost model", name); }
+
 struct SimulationRequest {
   ModelSpec model;
   GpuSpec gpu;
   ParallelConfig config;      // resolved; config.vp is the chunks per rank asked for (0 = schedule default)
   std::string schedule;
-  std::string cost_model = "analytic";  // analytic | uniform (| profiled, through make_cost)
-  UniformTimes uniform;                 // for cost_model == "uniform"
+  CostModelKind cost_model = CostModelKind::Analytic;
+  UniformTimes uniform;  // for CostModelKind::Uniform
   MemoryOptions memory;
   /// Optional: a caller-built cost model (e.g. profiled) used instead of cost_model's.
   std::function<std::unique_ptr<CostModel>(const PipelineShape&)> make_cost;

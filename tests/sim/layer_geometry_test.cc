@@ -1,0 +1,81 @@
+// sim::LayerGeometry: one GPU's share of a layer, worked out once, and the cost and memory models
+// reading the same numbers from it.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "pipelab/base/error.h"
+#include "pipelab/profiles/presets.h"
+#include "pipelab/schedules/registry.h"
+#include "pipelab/sim/analytic_cost.h"
+#include "pipelab/sim/layer_geometry.h"
+#include "pipelab/sim/memory_model.h"
+#include "pipelab/sim/stage_layers.h"
+
+namespace pipelab {
+namespace {
+
+TEST(LayerGeometry, OneGpusShareOfADenseLayer) {
+  const ModelSpec m = model_preset("llama3-70b");
+  const sim::LayerGeometry g(m, resolve({.tp = 8, .pp = 4, .cp = 2, .dp = 2, .mbs = 2, .gbs = 32}, m));
+  EXPECT_EQ(g.tokens(), 2 * 8192 / 2);  // mbs x seq / cp
+  EXPECT_TRUE(g.sequence_parallel());
+  EXPECT_EQ(g.sp_split(), 8);
+  EXPECT_EQ(g.hidden_state_bytes(), 8192.0 / 8 * 8192 * 2);
+  EXPECT_EQ(g.vocab_divisor(), 128 * 8);
+  EXPECT_EQ(g.vocab_per_gpu(), 129024 / 8);  // 128256 padded to a multiple of 1024
+  EXPECT_EQ(g.logits_bytes(), 8192.0 * 129024 / 8 * 4);
+  const sim::LayerWidths& w = g.widths(0);
+  EXPECT_EQ(w.hidden, 8192);
+  EXPECT_EQ(w.query, 64 * 128);
+  EXPECT_EQ(w.key, 8 * 128);
+  EXPECT_EQ(w.value, 8 * 128);
+  EXPECT_EQ(w.mlp, 28672);
+  EXPECT_EQ(w.mlp_up, 2 * 28672);  // SwiGLU: gate and up
+  EXPECT_EQ(g.layer_params(0).total, m.layer_params(0) / 8);
+  EXPECT_EQ(g.layer_params(0).experts, 0);
+}
+
+TEST(LayerGeometry, MoeLayersActivateTopKAndSharedExperts) {
+  const ModelSpec m = model_preset("deepseek-v3");
+  const ParallelConfig c = resolve({.tp = 2, .pp = 4, .ep = 8, .dp = 8, .gbs = 64, .sequence_parallel = false}, m);
+  const sim::LayerGeometry g(m, c);
+  EXPECT_FALSE(g.sequence_parallel());
+  EXPECT_EQ(g.sp_split(), 1);
+  const sim::LayerWidths& moe = g.widths(3);  // past the 3 dense layers
+  EXPECT_EQ(moe.mlp, 8 * 2048 + 2048);
+  EXPECT_EQ(moe.query, 128 * (128 + 64));  // MLA: heads x (qk + rope dims)
+  EXPECT_EQ(moe.key, 128 * 128);
+  EXPECT_EQ(moe.value, 128 * 128);
+  EXPECT_EQ(g.widths(0).mlp, 18432);
+  const std::int64_t experts = std::int64_t{256} * 3 * 7168 * 2048;
+  EXPECT_EQ(g.layer_params(3).experts, experts / (8 * 2));  // over ep x tp
+  EXPECT_EQ(g.layer_params(3).total, (m.layer_params(3) - experts) / 2 + experts / 16);
+}
+
+TEST(LayerGeometry, NeedsAResolvedConfig) {
+  const ModelSpec m = model_preset("llama3-8b");
+  EXPECT_THROW(sim::LayerGeometry(m, ParallelConfig{.tp = 2, .gbs = 8}), ConfigError);  // dp and seq_length unset
+}
+
+// The point of one geometry: what the cost model sends between stages and reduces over DP is what
+// the memory model holds.
+TEST(LayerGeometry, TheCostAndMemoryModelsReadTheSameNumbers) {
+  const ModelSpec m = model_preset("mixtral-8x7b");
+  const ParallelConfig c = resolve({.tp = 2, .pp = 4, .ep = 2, .dp = 4, .gbs = 32, .recompute = Recompute::kFull}, m);
+  const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});
+  const auto g = std::make_shared<const sim::LayerGeometry>(m, c);
+  const sim::AnalyticCost cost(g, gpu_preset("h100-sxm"), s.shape);
+  const sim::MemoryModel memory(g, s.shape);
+  // Full recompute keeps exactly the layer input, which is what crosses a pipeline boundary.
+  EXPECT_EQ(cost.boundary_bytes(0), memory.layer_activation_bytes(0));
+  const auto ranges = sim::stage_layers(m, c, s.shape);
+  for (int st = 0; st < s.shape.stages; ++st) {
+    const sim::GpuParams params = g->stage_params(ranges[static_cast<std::size_t>(st)]);
+    EXPECT_EQ(cost.reduce_grad_bytes(st), params.total * sim::kBf16Bytes) << st;  // bf16 gradients
+    EXPECT_EQ(memory.static_memory(st).params_bytes, params.total * sim::kBf16Bytes) << st;
+  }
+}
+
+}  // namespace
+}  // namespace pipelab
