@@ -6,8 +6,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <map>
-#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include <unistd.h>
@@ -103,41 +101,6 @@ json side_json(const Side& s, std::int64_t tokens, std::int64_t capacity, const 
               {"timeline", timeline_to_json(s.timeline)}};
   if (memory != nullptr) out["memory"] = memory_json(s.static_bytes, *memory);
   return out;
-}
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
-
-// Per compute action, predicted duration / measured duration - 1 (signed), matched by (rank, action);
-// and per rank the median of measured / predicted duration (how much slower the rank's core ran
-// than profiled: a drift or a busy core shows here first).
-std::vector<double> action_errors(const Timeline& predicted, const Timeline& measured, std::vector<double>* rank_ratio) {
-  std::map<std::tuple<std::size_t, int, int, int, int, int>, std::int64_t> pred;
-  auto key = [](std::size_t r, const Action& a) {
-    return std::tuple{r, static_cast<int>(a.op), a.stage, a.mb, a.b_stage, a.b_mb};
-  };
-  for (std::size_t r = 0; r < predicted.ranks.size(); ++r) {
-    for (const TimelineEvent& e : predicted.ranks[r]) {
-      if (e.stream == Stream::Compute) pred[key(r, e.action)] = e.duration_ns();
-    }
-  }
-  std::vector<double> errors;
-  for (std::size_t r = 0; r < measured.ranks.size(); ++r) {
-    std::vector<double> ratios;
-    for (const TimelineEvent& e : measured.ranks[r]) {
-      if (e.stream != Stream::Compute || e.duration_ns() <= 0) continue;
-      const auto it = pred.find(key(r, e.action));
-      if (it == pred.end() || it->second <= 0) continue;
-      errors.push_back(static_cast<double>(it->second) / static_cast<double>(e.duration_ns()) - 1.0);
-      ratios.push_back(static_cast<double>(e.duration_ns()) / static_cast<double>(it->second));
-    }
-    rank_ratio->push_back(quantile(std::move(ratios), 0.5));
-  }
-  return errors;
 }
 
 // Activation memory the simulator tracks per stage: the saved forward state of one microbatch,
@@ -334,32 +297,27 @@ void add_run_command(CLI::App& root, int& exit_code) {
     const std::int64_t tokens = static_cast<std::int64_t>(shape.microbatches) * model->block.tokens();
     const std::int64_t capacity = physical_memory();
 
-    std::vector<double> rank_ratio;
-    const std::vector<double> errs = action_errors(pred.timeline, meas.timeline, &rank_ratio);
-    for (std::size_t r = 0; r < rank_ratio.size(); ++r) {
-      if (std::abs(rank_ratio[r] - 1.0) > 0.03) {
-        warnings.push_back("rank " + std::to_string(r) + "'s actions ran " + std::to_string(std::lround(100 * (rank_ratio[r] - 1.0))) +
-                           "% off their profiled time (median): the machine was busier or faster than when profiled, or "
-                           "another process shared the rank's core");
-        std::cerr << "pipelab: warning: " << warnings.back() << "\n";
-      }
+    const FidelityReport fidelity = compare_timelines(pred.timeline, meas.timeline);
+    for (const std::size_t r : ranks_off_profile(fidelity)) {
+      const double ratio = fidelity.compute_time_ratio[r];
+      warnings.push_back("rank " + std::to_string(r) + "'s actions ran " + std::to_string(std::lround(100 * (ratio - 1.0))) +
+                         "% off their profiled time (median): the machine was busier or faster than when profiled, or "
+                         "another process shared the rank's core");
+      std::cerr << "pipelab: warning: " << warnings.back() << "\n";
     }
     json makespans = json::array();
     for (const Timeline& t : measured.iterations) makespans.push_back(t.makespan_ns());
-    json comparison = {
-        {"makespan_error", meas.metrics.makespan_ns > 0
-                               ? static_cast<double>(pred.metrics.makespan_ns) / static_cast<double>(meas.metrics.makespan_ns) - 1.0
-                               : 0.0},
-        {"bubble_predicted", pred.metrics.bubble_ratio},
-        {"bubble_measured", meas.metrics.bubble_ratio},
-        {"action_error_p50", quantile(errs, 0.5)},
-        {"action_error_p90", quantile(errs, 0.9)},
-        {"actions_compared", errs.size()},
-        {"compute_time_ratio", rank_ratio},
-        {"makespan_predicted_ns", pred.metrics.makespan_ns},
-        {"makespan_measured_ns", meas.metrics.makespan_ns},
-        {"measured_makespans_ns", std::move(makespans)},
-        {"median_iteration", median}};
+    json comparison = {{"makespan_error", fidelity.makespan_error},
+                       {"bubble_predicted", fidelity.bubble_predicted},
+                       {"bubble_measured", fidelity.bubble_measured},
+                       {"action_error_p50", fidelity.action_error_p50},
+                       {"action_error_p90", fidelity.action_error_p90},
+                       {"actions_compared", fidelity.actions_compared},
+                       {"compute_time_ratio", fidelity.compute_time_ratio},
+                       {"makespan_predicted_ns", fidelity.makespan_predicted_ns},
+                       {"makespan_measured_ns", fidelity.makespan_measured_ns},
+                       {"measured_makespans_ns", std::move(makespans)},
+                       {"median_iteration", median}};
 
     json config = {
         {"schedule", find_schedule(sched->schedule).name},
