@@ -8,11 +8,9 @@
 #include <iostream>
 
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "pipelab/base/error.h"
 #include "pipelab/kernels/blas.h"
-#include "pipelab/kernels/shape.h"
 #include "pipelab/profiles/measured_profile.h"
 #include "pipelab/reports/write.h"
 #include "pipelab/runtime/gradients.h"
@@ -20,6 +18,7 @@
 #include "pipelab/runtime/mpi_transport.h"
 #include "pipelab/runtime/profiler.h"
 #include "pipelab/runtime/run.h"
+#include "pipelab/runtime/run_support.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/metrics.h"
 #include "pipelab/schedules/registry.h"
@@ -51,28 +50,6 @@ struct RunFlags {
   std::string wait = "auto";
 };
 
-// ---- profile --------------------------------------------------------------------------------------
-
-void check_profile_matches(const MeasuredProfile& p, const runtime::ModelConfig& m, const std::string& path,
-                           std::vector<std::string>& warnings) {
-  std::string diff;
-  auto cmp = [&](const char* name, long long a, long long b) {
-    if (a != b) diff += std::string(diff.empty() ? "" : ", ") + name + " " + std::to_string(a) + " (run: " + std::to_string(b) + ")";
-  };
-  cmp("hidden", p.hidden, m.block.hidden);
-  cmp("ffn", p.ffn, m.block.ffn);
-  cmp("heads", p.heads, m.block.heads);
-  cmp("seq", p.seq, m.block.seq);
-  cmp("mbs", p.mbs, m.block.mbs);
-  cmp("swiglu", p.swiglu, m.block.swiglu);
-  if (!diff.empty()) throw ConfigError("--profile " + path + " was measured for another model: " + diff);
-  if (p.backend != "cpu") throw ConfigError("--profile " + path + " was measured on backend \"" + p.backend + "\", the run uses cpu");
-  if (p.layers_per_stage != m.layers_per_stage) {
-    warnings.push_back("the profile measured stages of " + std::to_string(p.layers_per_stage) + " layers; predicting " +
-                       std::to_string(m.layers_per_stage) + "-layer stages from its per-layer times");
-  }
-}
-
 // ---- JSON pieces ----------------------------------------------------------------------------------
 
 struct Side {
@@ -101,22 +78,6 @@ json side_json(const Side& s, std::int64_t tokens, std::int64_t capacity, const 
               {"timeline", timeline_to_json(s.timeline)}};
   if (memory != nullptr) out["memory"] = memory_json(s.static_bytes, *memory);
   return out;
-}
-
-// Activation memory the simulator tracks per stage: the saved forward state of one microbatch,
-// the part of it I frees (the weight-grad stash may be larger than what F saved; then nothing).
-std::vector<sim::StageActivation> stage_activations(const runtime::ModelConfig& m, int stages) {
-  // The kernels' own sizes: F keeps saved_bytes per layer; I turns that into the (larger or
-  // smaller) stash W needs.
-  const std::int64_t saved = kernels::saved_bytes(m.block), stash = kernels::stash_bytes(m.block);
-  const std::int64_t L = m.layers_per_stage;
-  const sim::StageActivation a{L * std::max(saved, stash), L * std::max<std::int64_t>(0, saved - stash)};
-  return std::vector<sim::StageActivation>(static_cast<std::size_t>(stages), a);
-}
-
-std::int64_t physical_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
 }
 
 void print_run(std::ostream& os, const json& r) {
@@ -196,10 +157,7 @@ void add_run_command(CLI::App& root, int& exit_code) {
     // Processes may each be bound to one core by the MPI launcher: count the node's cores then.
     const int cores = f->transport == "mpi" ? runtime::online_cores() : runtime::hardware_cores();
     std::vector<std::string> warnings;
-    if (P > cores) {
-      warnings.push_back(std::to_string(P) + " ranks on " + std::to_string(cores) +
-                         " cores: ranks share cores, so the measured run is not a pipeline and the prediction will not match");
-    }
+    if (const std::string w = runtime::core_sharing_warning(P, cores); !w.empty()) warnings.push_back(w);
     runtime::configure_allocator();
     kernels::set_blas_threads(1);
     const runtime::WaitPolicy wait = f->wait == "spin"    ? runtime::WaitPolicy::Spin
@@ -224,34 +182,21 @@ void add_run_command(CLI::App& root, int& exit_code) {
     }
 
     // Step 2: the profile the prediction uses (given, or measured now on this machine).
-    MeasuredProfile profile;
-    std::string profile_source = f->profile;
-    runtime::ProfileOptions po;
-    po.model = *model;
-    po.repeats = f->profile_repeats;
-    po.warmup = 3;
-    po.core = f->no_pin ? -1 : 0;
-    po.concurrency = std::min(P, cores);
-    if (!f->profile.empty()) {
-      profile = load_measured_profile(f->profile);
-      check_profile_matches(profile, *model, f->profile, warnings);
-      if (P > 1 && profile.p2p.transport.empty()) {
-        warnings.push_back("the profile holds no P2P measurement: messages are predicted to cost nothing");
-      } else if (P > 1 && profile.p2p.transport != f->transport) {
-        warnings.push_back("the profile's P2P costs were measured on \"" + profile.p2p.transport + "\", the run uses \"" +
-                           f->transport + "\"");
-      }
-    } else {
-      profile_source = "measured before the run";
-      runtime::P2PProfileOptions p2p;
-      p2p.enabled = P > 1;
-      p2p.repeats = std::max(20, f->profile_repeats);
-      p2p.timeout = timeout;
-      p2p.wait = wait;
-      p2p.transport = make_transport;
-      profile = runtime::measure_profile(po, p2p);  // with MPI: rank 0's numbers
-      if (!f->save_profile.empty() && rank == 0) save_measured_profile(profile, f->save_profile);
-    }
+    const runtime::RunProfile run_profile = runtime::profile_for_run({.path = f->profile,
+                                                                     .save_path = f->save_profile,
+                                                                     .model = *model,
+                                                                     .ranks = P,
+                                                                     .transport = f->transport,
+                                                                     .repeats = f->profile_repeats,
+                                                                     .concurrency = std::min(P, cores),
+                                                                     .pin = !f->no_pin,
+                                                                     .timeout = timeout,
+                                                                     .wait = wait,
+                                                                     .make_transport = make_transport,
+                                                                     .rank = rank});
+    const MeasuredProfile& profile = run_profile.profile;
+    const std::string& profile_source = run_profile.source;
+    warnings.insert(warnings.end(), run_profile.warnings.begin(), run_profile.warnings.end());
 
     if (rank == 0) {
       for (const std::string& w : warnings) std::cerr << "pipelab: warning: " << w << "\n";
@@ -279,7 +224,8 @@ void add_run_command(CLI::App& root, int& exit_code) {
     // Step 4: the prediction of the same lowered schedule from the profile.
     const sim::ProfiledCost cost(profile, shape, model->layers_per_stage);
     sim::SimOptions so;
-    so.activations = stage_activations(*model, shape.stages);
+    const runtime::StageActivationBytes act = runtime::mock_stage_activation(*model);
+    so.activations.assign(static_cast<std::size_t>(shape.stages), sim::StageActivation{act.bytes, act.freed_by_input_grad});
     const sim::SimResult predicted = sim::simulate(lowered, cost, so);
 
     // Step 5: metrics of both, computed by the one shared implementation, and the comparison.
@@ -295,7 +241,7 @@ void add_run_command(CLI::App& root, int& exit_code) {
     for (const RankMetrics& m : meas.metrics.ranks) meas.model_flops += m.flops;
     for (const RankMetrics& m : pred.metrics.ranks) pred.model_flops += m.flops;
     const std::int64_t tokens = static_cast<std::int64_t>(shape.microbatches) * model->block.tokens();
-    const std::int64_t capacity = physical_memory();
+    const std::int64_t capacity = runtime::physical_memory_bytes();
 
     const FidelityReport fidelity = compare_timelines(pred.timeline, meas.timeline);
     for (const std::size_t r : ranks_off_profile(fidelity)) {
