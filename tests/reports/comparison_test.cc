@@ -1,4 +1,4 @@
-// The comparison table model (reports/common.h) that HTML and Markdown both print: best-value
+// The comparison table model (reports/table_model.h) that HTML and Markdown both print: best-value
 // marks (only among at least two rows that fit in memory), footer verdicts (text without the
 // OK/FAILED word, which the renderers add), the fidelity rows (computed once, a missing figure never
 // within the thresholds), the config helpers, and the input labels of write.h.
@@ -7,7 +7,9 @@
 
 #include <sstream>
 
-#include "common.h"
+#include "config_view.h"
+#include "html.h"
+#include "table_model.h"
 #include "pipelab/reports/render.h"
 #include "pipelab/reports/write.h"
 #include "test_support.h"
@@ -98,6 +100,27 @@ TEST(BestValues, GroupedBySource) {
   const ComparisonTable t = build_comparison({testing::fixture("run_1f1b_2r_3mb.json")});
   ASSERT_EQ(t.rows.size(), 2u);
   EXPECT_EQ(best_marks(t), 0);
+}
+
+// The table keeps its own inputs: built from a temporary and copied, its rows still point at live
+// results. It used to point into the caller's vector (a heap-use-after-free under ASan).
+TEST(ComparisonTable, OwnsItsInputs) {
+  ComparisonTable copy;
+  {
+    const ComparisonTable t = build_comparison({load_result(compare_json(), "c"), testing::fixture("run_1f1b_2r_3mb.json")});
+    copy = t;
+  }
+  ASSERT_EQ(copy.inputs->size(), 2u);
+  ASSERT_FALSE(copy.rows.empty());
+  for (const TableRow& r : copy.rows) {
+    EXPECT_GE(r.input, copy.inputs->data());
+    EXPECT_LT(r.input, copy.inputs->data() + copy.inputs->size());
+    EXPECT_EQ(r.schedule->schedule + (r.run->source == "simulated" ? "" : " (" + r.run->source + ")"), r.label);
+  }
+  ASSERT_EQ(copy.failed.size(), 1u);
+  EXPECT_EQ(copy.failed[0].input->name, "c");
+  ASSERT_EQ(copy.fidelity.size(), 1u);
+  EXPECT_EQ(copy.fidelity[0].input->name, "run_1f1b_2r_3mb");
 }
 
 TEST(Footer, VerdictTextLeavesTheWordToTheRenderers) {
