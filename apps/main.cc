@@ -5,8 +5,6 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "report_command.h"
-#include "runtime_commands.h"
 #include "pipelab/base/error.h"
 
 int main(int argc, char** argv) {

@@ -22,8 +22,6 @@ std::string fidelity_thresholds_text(std::string_view separator) {
 
 namespace detail {
 
-using nlohmann::json;
-
 const std::array<MetricColumn, kNumMetrics>& metric_columns() {
   static const std::array<MetricColumn, kNumMetrics> columns{{
       {"iteration time", "(ms)", false},
@@ -179,29 +177,24 @@ std::vector<FidelityRow> fidelity_rows(const std::vector<ReportInput>& inputs) {
       FidelityRow row;
       row.input = &in;
       row.schedule = s.schedule;
-      // load() requires makespan_error and both bubbles; an input built otherwise that lacks one
-      // shows "-" and fails the verdict: a missing figure is never within the thresholds.
-      static const json kNone = json::object();
-      const json& c = s.comparison.is_object() ? s.comparison : kNone;
-      auto number = [&](const char* key) {
-        auto it = c.find(key);
-        return it != c.end() && it->is_number() ? it->get<double>() : std::nan("");
-      };
-      const double err = number("makespan_error"), bp = number("bubble_predicted"), bm = number("bubble_measured");
+      // load() requires the comparison; an input built otherwise without one shows "-" and fails the
+      // verdict (a NaN figure too): a missing figure is never within the thresholds.
+      const double none = std::nan("");
+      const FidelityReport* f = s.comparison ? &s.comparison->fidelity : nullptr;
+      const double err = f ? f->makespan_error : none, bp = f ? f->bubble_predicted : none;
+      const double bm = f ? f->bubble_measured : none;
       auto percent = [](double v) { return fixed(v * 100, 2); };
       auto signed_percent = [](double v) { return std::isfinite(v) ? (v > 0 ? "+" : "") + fixed(v * 100, 2) : "-"; };
       row.makespan_error = signed_percent(err);
       row.bubble_predicted = percent(bp);
       row.bubble_measured = percent(bm);
-      row.action_p50 = signed_percent(number("action_error_p50"));
-      row.action_p90 = signed_percent(number("action_error_p90"));
-      if (s.gradient_check.is_object()) {
-        const json& g = s.gradient_check;
-        const bool passed = g.contains("passed") && g["passed"].is_boolean() && g["passed"].get<bool>();
-        row.gradients = passed ? "passed" : "FAILED";
-        if (g.contains("max_rel_error") && g["max_rel_error"].is_number()) {
+      row.action_p50 = signed_percent(f ? f->action_error_p50 : none);
+      row.action_p90 = signed_percent(f ? f->action_error_p90 : none);
+      if (s.gradient_check) {
+        row.gradients = s.gradient_check->passed ? "passed" : "FAILED";
+        if (std::isfinite(s.gradient_check->max_rel_error)) {
           char buf[32];
-          std::snprintf(buf, sizeof buf, "%.2e", g["max_rel_error"].get<double>());
+          std::snprintf(buf, sizeof buf, "%.2e", s.gradient_check->max_rel_error);
           row.gradients += std::string(" (max rel ") + buf + ")";
         }
       }

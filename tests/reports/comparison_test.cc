@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
 #include "config_view.h"
@@ -161,11 +162,15 @@ TEST(Fidelity, ComputedOnceIntoTheTable) {
 }
 
 // load() rejects a run without its comparison figures; an input built by hand that still lacks
-// one must fail the verdict. A run without makespan_error used to count as within the thresholds.
+// one (NaN) must fail the verdict. A run without makespan_error used to count as within the thresholds.
 TEST(Fidelity, MissingFigureIsNeverWithin) {
-  for (const char* key : {"makespan_error", "bubble_predicted", "bubble_measured"}) {
+  for (double FidelityReport::*figure :
+       {&FidelityReport::makespan_error, &FidelityReport::bubble_predicted, &FidelityReport::bubble_measured}) {
     ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
-    run.schedules[0].comparison.erase(key);
+    run.schedules[0].comparison->fidelity.*figure = std::nan("");
+    const std::string key = figure == &FidelityReport::makespan_error     ? "makespan_error"
+                            : figure == &FidelityReport::bubble_predicted ? "bubble_predicted"
+                                                                          : "bubble_measured";
     const ComparisonTable t = build_comparison({run});
     ASSERT_EQ(t.fidelity.size(), 1u) << key;
     EXPECT_FALSE(t.fidelity[0].within) << key;
@@ -174,7 +179,7 @@ TEST(Fidelity, MissingFigureIsNeverWithin) {
     EXPECT_THAT(t.footer[2].text, HasSubstr("0 of 1 runs within")) << key;
   }
   ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
-  run.schedules[0].comparison = nullptr;
+  run.schedules[0].comparison.reset();
   const ComparisonTable t = build_comparison({run});
   ASSERT_EQ(t.fidelity.size(), 1u);
   EXPECT_FALSE(t.fidelity[0].within);
@@ -185,11 +190,12 @@ TEST(Fidelity, MissingFigureIsNeverWithin) {
 
 TEST(Fidelity, ThresholdsDecide) {
   ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
-  run.schedules[0].comparison["makespan_error"] = 0.051;
+  FidelityReport& f = run.schedules[0].comparison->fidelity;
+  f.makespan_error = 0.051;
   EXPECT_FALSE(build_comparison({run}).fidelity[0].within);
-  run.schedules[0].comparison["makespan_error"] = -0.05;
+  f.makespan_error = -0.05;
   EXPECT_TRUE(build_comparison({run}).fidelity[0].within);
-  run.schedules[0].comparison["bubble_measured"] = 0.2;  // predicted 0.255
+  f.bubble_measured = 0.2;  // predicted 0.255
   EXPECT_FALSE(build_comparison({run}).fidelity[0].within);
 }
 
@@ -217,13 +223,14 @@ TEST(InputLabels, OneScheme) {
 }
 
 TEST(InputLabels, WriteReportUsesThem) {
-  const json c = compare_json();
+  const ReportInput same = load_result(compare_json(), "same"), h100 = load_result(compare_json(), "h100"),
+                    unnamed = load_result(compare_json(), "");
   const std::string out = std::string(PIPELAB_BINARY_DIR) + "/test-artifacts/labels/two.csv";
-  write_report({c, c}, out, "", {"same", "same"});
+  write_report({same, same}, out, "");
   std::string text = read_text(out);
   EXPECT_THAT(text, HasSubstr("\nresult 1,compare,gpipe"));
   EXPECT_THAT(text, HasSubstr("\nresult 2,compare,gpipe"));
-  write_report({c, c}, out, "", {"h100"});
+  write_report({h100, unnamed}, out, "");
   text = read_text(out);
   EXPECT_THAT(text, HasSubstr("\nh100,compare,gpipe"));
   EXPECT_THAT(text, HasSubstr("\nresult 2,compare,gpipe"));
