@@ -9,7 +9,6 @@
 #include "pipelab/reports/write.h"
 #include "pipelab/schedules/registry.h"
 #include "sim_results.h"
-#include "summary_table.h"
 
 namespace pipelab::app {
 namespace {
@@ -61,9 +60,9 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
     const sim::SimulationOutcome outcome = sim::simulate_config(make_request(o->config, resolved, o->schedule));
     print_config_line(std::cout, resolved);
     for (const auto& w : outcome.warnings) std::cerr << "pipelab: warning: " << w << "\n";
-    print_summary_table(std::cout, {{outcome.schedule, &outcome, ""}});
     const reports::ReportInput result =
         simulate_result(config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost), outcome);
+    std::cout << reports::render_summary_text({result});
     if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);
     if (!o->trace_out.empty()) reports::write_report({result}, o->trace_out, "trace");
     if (!o->report_out.empty()) reports::write_report({result}, o->report_out, "");
@@ -86,24 +85,19 @@ void add_compare_command(CLI::App& root, int& exit_code) {
     reports::ReportInput result{.kind = "compare",
                                 .config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost)};
     result.config["schedules"] = names;
-    std::vector<sim::SimulationOutcome> outcomes;
-    std::vector<TableRow> rows;
     std::set<std::string> warnings;  // the layout's warnings, once (they do not depend on the schedule)
-    outcomes.reserve(names.size());
     for (const std::string& name : names) {
       const std::string canonical = find_schedule(name).name;  // an unknown name is bad input
       try {
-        outcomes.push_back(sim::simulate_config(make_request(o->config, resolved, name)));
-        result.schedules.push_back(compare_entry(outcomes.back()));
-        rows.push_back({outcomes.back().schedule, &outcomes.back(), ""});
-        for (const auto& w : outcomes.back().warnings) warnings.insert(w);
+        const sim::SimulationOutcome outcome = sim::simulate_config(make_request(o->config, resolved, name));
+        result.schedules.push_back(compare_entry(outcome));
+        warnings.insert(outcome.warnings.begin(), outcome.warnings.end());
       } catch (const InputError& e) {
         result.schedules.push_back(compare_failure(canonical, e.what()));
-        rows.push_back({canonical, nullptr, e.what()});
       }
     }
     for (const auto& w : warnings) std::cerr << "pipelab: warning: " << w << "\n";
-    print_summary_table(std::cout, rows);
+    std::cout << reports::render_summary_text({result});
     if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);
     if (!o->report_out.empty()) {
       reports::write_report({result}, o->report_out, "");

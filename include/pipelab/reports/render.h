@@ -54,6 +54,12 @@ std::string render_timeline_csv(const std::vector<ReportInput>& inputs);
 /// reduction).
 std::string render_chrome_trace(const std::vector<ReportInput>& inputs);
 
+/// The terminal summary of `simulate` and `compare`, nccl-tests style: a header and a units row, a
+/// line per timeline (a failed schedule's error where it was asked for), then the best fitting
+/// schedule by tokens/s/GPU as the reports mark it (none when fewer than two fit) and the memory
+/// verdict.
+std::string render_summary_text(const std::vector<ReportInput>& inputs);
+
 /// Dispatches on the format.
 std::string render(const std::vector<ReportInput>& inputs, Format format);
 
