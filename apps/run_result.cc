@@ -4,26 +4,22 @@
 #include <iomanip>
 
 #include "pipelab/reports/timeline_result.h"
+#include "sim_results.h"
 
 namespace pipelab::app {
 namespace {
 
-// One side of the run; `activation_steps` is the simulator's memory trace (the measurement has none).
+// One side of the run; `memory` is the simulator's memory trace (the measurement has none).
 reports::TimelineResult side(const char* source, const Timeline& timeline, const RunRecord& r,
                              const std::vector<std::int64_t>& peak_activation_bytes,
-                             const std::vector<std::vector<sim::MemorySample>>* activation_steps) {
+                             const std::vector<std::vector<sim::MemorySample>>* memory) {
   reports::TimelineFacts facts{.source = source,
                                .timeline = timeline,
                                .static_memory_bytes = r.measured.static_bytes,
                                .peak_activation_bytes = peak_activation_bytes,
                                .memory_capacity_bytes = r.memory_capacity_bytes,
                                .tokens_per_iteration = r.tokens_per_iteration};
-  if (activation_steps != nullptr) {
-    for (const std::vector<sim::MemorySample>& rank : *activation_steps) {
-      auto& steps = facts.activation_steps.emplace_back();
-      for (const sim::MemorySample& s : rank) steps.emplace_back(s.time_ns, s.bytes);
-    }
-  }
+  if (memory != nullptr) facts.activation_steps = activation_steps(*memory);
   const TimelineMetrics metrics = compute_metrics(timeline);
   for (const RankMetrics& m : metrics.ranks) facts.model_flops += m.flops;  // the counted GEMM FLOPs
   const Throughput throughput =

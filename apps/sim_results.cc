@@ -17,14 +17,21 @@ reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o) {
     facts.static_memory_bytes.push_back(m.total());
     facts.static_parts.push_back({m.params_bytes, m.grads_bytes, m.optimizer_bytes});
   }
-  for (const std::vector<sim::MemorySample>& rank : o.result.memory) {
-    auto& steps = facts.activation_steps.emplace_back();
-    for (const sim::MemorySample& s : rank) steps.emplace_back(s.time_ns, s.bytes);
-  }
+  facts.activation_steps = activation_steps(o.result.memory);
   return reports::make_timeline_result(std::move(facts), o.metrics, o.throughput);
 }
 
 }  // namespace
+
+std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> activation_steps(
+    const std::vector<std::vector<sim::MemorySample>>& memory) {
+  std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> out;
+  for (const std::vector<sim::MemorySample>& rank : memory) {
+    auto& steps = out.emplace_back();
+    for (const sim::MemorySample& s : rank) steps.emplace_back(s.time_ns, s.bytes);
+  }
+  return out;
+}
 
 nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config,
                            const std::string& cost_model) {

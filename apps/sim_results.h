@@ -2,7 +2,9 @@
 // of reports (pipelab/reports/result.h), which writes them.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +18,11 @@ namespace pipelab::app {
 /// microbatches and GPU count) and the cost model.
 nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config,
                            const std::string& cost_model);
+
+/// The simulator's memory trace (per rank, activation bytes held from each time on) as the steps
+/// reports::TimelineFacts takes.
+std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> activation_steps(
+    const std::vector<std::vector<sim::MemorySample>>& memory);
 
 /// A `simulate` result: `config` plus the schedule, its chunks per rank and the layout's warnings.
 reports::ReportInput simulate_result(nlohmann::json config, const sim::SimulationOutcome& outcome);

@@ -7,10 +7,13 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
+#include <type_traits>
+#include <variant>
 
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
 #include "pipelab/reports/result.h"
+#include "result_fields.h"
 
 namespace pipelab::reports {
 namespace {
@@ -94,22 +97,33 @@ std::vector<std::int64_t> int_array(const json& obj, const char* key, const Wher
   return out;
 }
 
+// Reads every field of `fields` from `obj` into `out`.
+template <class T, std::size_t N>
+void read_fields(const json& obj, const std::array<detail::Field<T>, N>& fields, T& out, const Where& w) {
+  for (const detail::Field<T>& f : fields) {
+    if (!f.required && !obj.contains(f.key)) continue;
+    std::visit(
+        [&](auto member) {
+          using Value = std::remove_reference_t<decltype(out.*member)>;
+          if constexpr (std::is_same_v<Value, bool>) {
+            out.*member = get_bool(obj, f.key, w);
+          } else if constexpr (std::is_same_v<Value, double>) {
+            out.*member = get_number(obj, f.key, w);
+          } else if constexpr (std::is_same_v<Value, std::vector<std::int64_t>>) {
+            field(obj, f.key, w);  // present (a required field), then read as an array
+            out.*member = int_array(obj, f.key, w);
+          } else {
+            out.*member = static_cast<Value>(get_int(obj, f.key, w));
+          }
+        },
+        f.member);
+  }
+}
+
 Summary read_summary(const json& j, const Where& w) {
   if (!j.is_object()) w.fail("expected an object");
   Summary s;
-  s.makespan_ns = get_int(j, "makespan_ns", w);
-  s.bubble_ratio = get_number(j, "bubble_ratio", w);
-  s.tflops_per_gpu = get_number(j, "tflops_per_gpu", w);
-  s.mfu = get_number(j, "mfu", w);
-  s.tokens_per_s_per_gpu = get_number(j, "tokens_per_s_per_gpu", w);
-  const json& peaks = field(j, "peak_memory_bytes", w);
-  if (!peaks.is_array()) w.at("peak_memory_bytes").fail("must be an array of integers (one per rank)");
-  s.peak_memory_bytes = int_array(j, "peak_memory_bytes", w);
-  s.exposed_comm_ns = get_int(j, "exposed_comm_ns", w);
-  s.memory_capacity_bytes = get_int(j, "memory_capacity_bytes", w);
-  s.oom = get_bool(j, "oom", w);
-  s.model_flops = get_number(j, "model_flops", w);
-  s.tokens_per_iteration = get_int(j, "tokens_per_iteration", w);
+  read_fields(j, detail::kSummaryFields, s, w);
   if (s.makespan_ns < 0) w.at("makespan_ns").fail("must not be negative");
   return s;
 }
@@ -120,19 +134,10 @@ std::vector<RankRow> read_ranks(const json& j, const Where& w) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     const Where e = w.index(i);
     RankRow r;
-    r.rank = static_cast<int>(get_int(j[i], "rank", e));
-    r.busy_ns = get_int(j[i], "busy_ns", e);
-    r.idle_ns = get_int(j[i], "idle_ns", e);
-    r.comm_ns = get_int(j[i], "comm_ns", e);
-    r.exposed_comm_ns = get_int(j[i], "exposed_comm_ns", e);
-    r.flops = optional_number(j[i], "flops", e, 0);
-    // Memory columns may be absent (a backend that does not track memory).
-    r.static_memory_bytes = optional_int(j[i], "static_memory_bytes", e);
-    r.peak_activation_bytes = optional_int(j[i], "peak_activation_bytes", e);
-    r.peak_memory_bytes = optional_int(j[i], "peak_memory_bytes", e);
-    if (j[i].contains("params_bytes")) {
-      r.static_parts = StaticMemoryParts{get_int(j[i], "params_bytes", e), get_int(j[i], "grads_bytes", e),
-                                         get_int(j[i], "optimizer_bytes", e)};
+    if (!j[i].is_object()) e.fail("expected an object");
+    read_fields(j[i], detail::kRankFields, r, e);
+    if (j[i].contains(detail::kStaticPartsFields[0].key)) {
+      read_fields(j[i], detail::kStaticPartsFields, r.static_parts.emplace(), e);
     }
     out.push_back(r);
   }

@@ -2,45 +2,30 @@
 // Every number keeps its type (integers as integers, fractions as doubles) so a file written from
 // loaded structs is the file that was loaded.
 #include <cmath>
+#include <variant>
 
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
 #include "pipelab/reports/result.h"
+#include "result_fields.h"
 
 namespace pipelab::reports {
 namespace {
 
 using nlohmann::json;
 
-json summary_json(const Summary& s) {
-  return {{"makespan_ns", s.makespan_ns},
-          {"bubble_ratio", s.bubble_ratio},
-          {"tflops_per_gpu", s.tflops_per_gpu},
-          {"mfu", s.mfu},
-          {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
-          {"peak_memory_bytes", s.peak_memory_bytes},
-          {"exposed_comm_ns", s.exposed_comm_ns},
-          {"memory_capacity_bytes", s.memory_capacity_bytes},
-          {"oom", s.oom},
-          {"model_flops", s.model_flops},
-          {"tokens_per_iteration", s.tokens_per_iteration}};
+// Writes every field of `fields` of `obj` into `j`, each with its member's JSON type.
+template <class T, std::size_t N>
+void write_fields(const T& obj, const std::array<detail::Field<T>, N>& fields, json& j) {
+  for (const detail::Field<T>& f : fields) {
+    std::visit([&](auto member) { j[f.key] = obj.*member; }, f.member);
+  }
 }
 
 json rank_json(const RankRow& r) {
-  json j = {{"rank", r.rank},
-            {"busy_ns", r.busy_ns},
-            {"idle_ns", r.idle_ns},
-            {"comm_ns", r.comm_ns},
-            {"exposed_comm_ns", r.exposed_comm_ns},
-            {"flops", r.flops},
-            {"static_memory_bytes", r.static_memory_bytes},
-            {"peak_activation_bytes", r.peak_activation_bytes},
-            {"peak_memory_bytes", r.peak_memory_bytes}};
-  if (r.static_parts) {
-    j["params_bytes"] = r.static_parts->params_bytes;
-    j["grads_bytes"] = r.static_parts->grads_bytes;
-    j["optimizer_bytes"] = r.static_parts->optimizer_bytes;
-  }
+  json j = json::object();
+  write_fields(r, detail::kRankFields, j);
+  if (r.static_parts) write_fields(*r.static_parts, detail::kStaticPartsFields, j);
   return j;
 }
 
@@ -48,7 +33,9 @@ json rank_json(const RankRow& r) {
 json timeline_result_json(const TimelineResult& t) {
   json ranks = json::array();
   for (const RankRow& r : t.ranks) ranks.push_back(rank_json(r));
-  json j = {{"summary", summary_json(t.summary)}, {"ranks", std::move(ranks)}, {"timeline", timeline_to_json(t.timeline)}};
+  json summary = json::object();
+  write_fields(t.summary, detail::kSummaryFields, summary);
+  json j = {{"summary", std::move(summary)}, {"ranks", std::move(ranks)}, {"timeline", timeline_to_json(t.timeline)}};
   if (!t.memory.empty()) {
     json memory = json::array();
     for (const MemorySeries& m : t.memory) {

@@ -91,13 +91,10 @@ Simulated simulate(const std::string& schedule, int microbatches, OpTimes times,
                       .memory_capacity_bytes = 16 * kGiB,
                       .model_flops = 4e14,
                       .tokens_per_iteration = 32768};
-  if (source == "simulated") {
-    facts.static_parts.assign(2, StaticMemoryParts{2 * kGiB, 4 * kGiB, 4 * kGiB});
-    for (const auto& rank : out.result.memory) {
-      auto& steps = facts.activation_steps.emplace_back();
-      for (const sim::MemorySample& s : rank) steps.emplace_back(s.time_ns, s.bytes);
-    }
-  } else if (source == "predicted") {
+  // As pipelab writes them: the static-memory parts of simulated timelines, no memory series for a
+  // measured one.
+  if (source == "simulated") facts.static_parts.assign(2, StaticMemoryParts{2 * kGiB, 4 * kGiB, 4 * kGiB});
+  if (source != "measured") {
     for (const auto& rank : out.result.memory) {
       auto& steps = facts.activation_steps.emplace_back();
       for (const sim::MemorySample& s : rank) steps.emplace_back(s.time_ns, s.bytes);
