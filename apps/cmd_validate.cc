@@ -31,7 +31,7 @@ void add_validate_command(CLI::App& root, int& exit_code) {
                               : o->format == "compute_only"  ? parse_csv(text, CsvFormat::ComputeOnly, o->path)
                               : o->format == "compute_comms" ? parse_csv(text, CsvFormat::ComputeComms, o->path)
                               : o->format == "csv"           ? parse_csv(text, sniff_csv_format(text), o->path)
-                                                           : parse_schedule(text, o->path);
+                                                             : parse_schedule(text, o->path);
     if (!parsed) {
       const ParseError& e = parsed.error();
       throw InputError(o->path + (e.line ? ":" + std::to_string(e.line) + ":" + std::to_string(e.column) : "") + ": " + e.message);
