@@ -4,7 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
-#include <map>
+#include <utility>
+#include <vector>
 #include <memory>
 
 #include "commands.h"
@@ -29,15 +30,15 @@
 namespace pipelab::app {
 namespace {
 
-// --wait: one table, read both ways (the flag's values and the echo in the result's config).
-const std::map<std::string, runtime::WaitPolicy> kWaitPolicies{
+// --wait: one table of names and policies; the flag accepts its names, the run looks the policy up.
+const std::vector<std::pair<std::string, runtime::WaitPolicy>> kWaitPolicies{
     {"auto", runtime::WaitPolicy::Auto}, {"spin", runtime::WaitPolicy::Spin}, {"block", runtime::WaitPolicy::Block}};
 
-std::string wait_policy_name(runtime::WaitPolicy policy) {
-  for (const auto& [name, value] : kWaitPolicies) {
-    if (value == policy) return name;
+runtime::WaitPolicy wait_policy(const std::string& name) {
+  for (const auto& [key, policy] : kWaitPolicies) {
+    if (key == name) return policy;
   }
-  return "?";
+  throw InputError("--wait " + name + " is not a wait policy");  // the flag's check keeps this out
 }
 
 struct RunCommandOptions {
@@ -56,7 +57,7 @@ struct RunCommandOptions {
   std::string report_out;
   int timeout_ms = 60'000;
   bool no_pin = false;
-  runtime::WaitPolicy wait = runtime::WaitPolicy::Auto;
+  std::string wait = "auto";  // a name of kWaitPolicies
 };
 
 // The resolved configuration the result echoes.
@@ -98,7 +99,7 @@ nlohmann::json run_config(const RunCommandOptions& o, const PipelineShape& shape
           {"device", runtime::cpu_model_name()},
           {"cores", cores},
           {"pinned", !o.no_pin && P <= cores},
-          {"wait", wait_policy_name(o.wait)},
+          {"wait", o.wait},
           {"warnings", warnings}};
 }
 
@@ -123,6 +124,7 @@ int run(const RunCommandOptions& o) {
   runtime::configure_allocator();
   kernels::set_blas_threads(1);
   const auto timeout = std::chrono::milliseconds(o.timeout_ms);
+  const runtime::WaitPolicy wait = wait_policy(o.wait);
 
   // With MPI every process runs this; each makes its transports from the session when it needs
   // them (runtime::profile_for_run and runtime::run_cpu_distributed own them, each destroying its
@@ -137,7 +139,7 @@ int run(const RunCommandOptions& o) {
                         std::to_string(mpi->size()) + " MPI processes run (mpirun -np " + std::to_string(P) + ")");
     }
     rank = mpi->rank();
-    make_transport = [&mpi, &shape, wait = o.wait] { return mpi->transport(shape, wait); };
+    make_transport = [&mpi, &shape, wait] { return mpi->transport(shape, wait); };
   }
 
   // Step 2: the profile the prediction uses (given, or measured now on this machine).
@@ -150,7 +152,7 @@ int run(const RunCommandOptions& o) {
                                                                 .concurrency = std::min(P, cores),
                                                                 .pin = !o.no_pin,
                                                                 .timeout = timeout,
-                                                                .wait = o.wait,
+                                                                .wait = wait,
                                                                 .make_transport = make_transport,
                                                                 .rank = rank});
   warnings.insert(warnings.end(), profile.warnings.begin(), profile.warnings.end());
@@ -164,7 +166,7 @@ int run(const RunCommandOptions& o) {
   ro.iterations = o.iterations;
   ro.executor.timeout = timeout;
   ro.pin_threads = !o.no_pin;
-  ro.wait = o.wait;
+  ro.wait = wait;
   ro.collect_gradients = o.check_gradients;
   const runtime::RunResult measured = mpi ? runtime::run_cpu_distributed(lowered, o.model, make_transport, ro)
                                           : runtime::run_cpu_inprocess(lowered, o.model, ro);
@@ -239,8 +241,8 @@ void add_run_command(CLI::App& root, int& exit_code) {
       ->check(CLI::Range(1, 86'400'000));
   cmd->add_flag("--no-pin", o->no_pin, "Do not pin rank threads/processes to cores");
   cmd->add_option("--wait", o->wait, "How ranks wait for data: auto, spin, block")
-      ->transform(CLI::CheckedTransformer(kWaitPolicies))
-      ->default_str("auto");
+      ->check(CLI::IsMember(kWaitPolicies))
+      ->capture_default_str();
   cmd->callback([o, &exit_code] { exit_code = run(*o); });
 }
 
