@@ -10,31 +10,22 @@
 #include "pipelab/runtime/machine.h"
 #include "pipelab/runtime/mpi_transport.h"
 #include "pipelab/runtime/profiler.h"
-#include "runtime_commands.h"
+#include "commands.h"
+#include "model_flags.h"
 
 namespace pipelab::app {
 
-std::shared_ptr<runtime::ModelConfig> add_model_flags(CLI::App* cmd) {
-  auto m = std::make_shared<runtime::ModelConfig>();
-  m->block = kernels::BlockShape{.hidden = 128, .ffn = 512, .heads = 4, .seq = 64, .mbs = 2, .swiglu = false};
-  m->layers_per_stage = 2;
-  m->seed = 1;
-  cmd->add_option("--hidden,--hidden-size", m->block.hidden, "Mock model width")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--ffn,--ffn-hidden-size", m->block.ffn, "MLP inner width")->capture_default_str()->check(CLI::Range(1, 1 << 18));
-  cmd->add_option("--heads,--num-attention-heads", m->block.heads, "Attention heads (divide --hidden)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 12));
-  cmd->add_option("--seq,--seq-length", m->block.seq, "Tokens per sequence")->capture_default_str()->check(CLI::Range(1, 1 << 16));
-  cmd->add_option("--mbs,--micro-batch-size", m->block.mbs, "Sequences per microbatch")->capture_default_str()->check(CLI::Range(1, 1 << 12));
-  cmd->add_option("--layers-per-stage,--num-layers-per-virtual-pipeline-stage", m->layers_per_stage, "Blocks per virtual stage")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 10));
-  cmd->add_flag("--swiglu", m->block.swiglu, "SwiGLU MLP instead of GELU");
-  cmd->add_option("--seed", m->seed, "Seed of weights and synthetic data")->capture_default_str();
-  return m;
-}
-
 namespace {
+
+struct ProfileCommandOptions {
+  runtime::ModelConfig model = default_mock_model();
+  std::string backend = "cpu";
+  std::string transport = "inproc";
+  int repeats = 20;
+  int concurrency = 2;
+  int warmup = 3;
+  std::string out;
+};
 
 void print_profile(std::ostream& os, const MeasuredProfile& p) {
   os << "# pipelab profile: backend " << p.backend << " (" << p.device << "), hidden=" << p.hidden << " ffn=" << p.ffn
@@ -63,54 +54,48 @@ void print_profile(std::ostream& os, const MeasuredProfile& p) {
 
 void add_profile_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand("profile", "Measure per-layer op times and P2P cost of a backend into a profile JSON");
-  auto model = add_model_flags(cmd);
-  auto backend = std::make_shared<std::string>("cpu");
-  auto transport = std::make_shared<std::string>("inproc");
-  auto repeats = std::make_shared<int>(20);
-  auto concurrency = std::make_shared<int>(2);
-  auto warmup = std::make_shared<int>(3);
-  auto out = std::make_shared<std::string>();
-  cmd->add_option("--backend", *backend, "Backend to measure")->check(CLI::IsMember({"cpu"}))->capture_default_str();
-  cmd->add_option("--transport", *transport, "P2P transport to measure: inproc, or mpi (under mpirun -np 2)")
+  auto o = std::make_shared<ProfileCommandOptions>();
+  add_model_flags(cmd, o->model);
+  cmd->add_option("--backend", o->backend, "Backend to measure")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+  cmd->add_option("--transport", o->transport, "P2P transport to measure: inproc, or mpi (under mpirun -np 2)")
       ->check(CLI::IsMember({"inproc", "mpi"}))
       ->capture_default_str();
-  cmd->add_option("--repeats", *repeats, "Timed repetitions per op (the median is kept)")->capture_default_str()->check(CLI::Range(1, 100000));
-  cmd->add_option("--warmup", *warmup, "Untimed repetitions first (and at least 0.3 s)")->capture_default_str()->check(CLI::Range(0, 100000));
-  cmd->add_option("--concurrency", *concurrency, "Cores measuring at once, as the ranks of a run keep them busy (capped at the cores)")
+  cmd->add_option("--repeats", o->repeats, "Timed repetitions per op (the median is kept)")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--warmup", o->warmup, "Untimed repetitions first (and at least 0.3 s)")->capture_default_str()->check(CLI::Range(0, 100000));
+  cmd->add_option("--concurrency", o->concurrency, "Cores measuring at once, as the ranks of a run keep them busy (capped at the cores)")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  cmd->add_option("--out", *out, "Write the profile JSON here")->required();
-  // Capture every option's storage explicitly: CLI11 writes into it even if the body never reads it.
-  cmd->callback([model, backend, transport, repeats, concurrency, warmup, out, &exit_code] {
-    model->validate();
+  cmd->add_option("--out", o->out, "Write the profile JSON here")->required();
+  cmd->callback([o, &exit_code] {
+    o->model.validate();
     runtime::configure_allocator();
-    runtime::ProfileOptions o;
-    o.model = *model;
-    o.repeats = *repeats;
-    o.warmup = *warmup;
-    o.core = 0;
-    o.concurrency = *concurrency;
+    runtime::ProfileOptions compute;
+    compute.model = o->model;
+    compute.repeats = o->repeats;
+    compute.warmup = o->warmup;
+    compute.core = 0;
+    compute.concurrency = o->concurrency;
     runtime::P2PProfileOptions p2p;
-    p2p.repeats = std::max(20, *repeats);
+    p2p.repeats = std::max(20, o->repeats);
     MeasuredProfile p;
-    if (*transport == "mpi") {
+    if (o->transport == "mpi") {
       runtime::MpiSession mpi;
       if (mpi.size() < 2) throw InputError("profile --transport mpi: start it with mpirun -np 2 (or more)");
       const PipelineShape shape = make_shape(mpi.size(), mpi.size(), 1, Placement::Loop);
       p2p.transport = [&mpi, &shape] { return mpi.transport(shape); };
       // Every process measures at the same time on its own core (the load of a run); rank 0's
       // numbers are kept.
-      p = runtime::measure_profile(o, p2p);
+      p = runtime::measure_profile(compute, p2p);
       if (mpi.rank() != 0) {
         exit_code = 0;
         return;
       }
     } else {
-      p = runtime::measure_profile(o, p2p);
+      p = runtime::measure_profile(compute, p2p);
     }
-    save_measured_profile(p, *out);
+    save_measured_profile(p, o->out);
     print_profile(std::cout, p);
-    std::cout << "wrote " << *out << "\n";
+    std::cout << "wrote " << o->out << "\n";
     exit_code = 0;
   });
 }

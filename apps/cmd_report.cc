@@ -6,44 +6,41 @@
 #include <string>
 #include <vector>
 
-#include "pipelab/reports/result.h"
+#include "commands.h"
 #include "pipelab/reports/write.h"
-#include "report_command.h"
 
 namespace pipelab::app {
+namespace {
+
+struct ReportOptions {
+  std::vector<std::string> files;
+  std::string out;
+  std::string format = "auto";
+};
+
+}  // namespace
 
 void add_report_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand(
       "report", "Render result files (from simulate, compare, run) as HTML, Markdown, CSV or a Chrome/Perfetto trace");
-  auto files = std::make_shared<std::vector<std::string>>();
-  auto out = std::make_shared<std::string>();
-  auto format = std::make_shared<std::string>("auto");
-  cmd->add_option("results", *files, "Result JSON files, compared side by side")->required();
-  cmd->add_option("--out,-o", *out,
+  auto o = std::make_shared<ReportOptions>();
+  std::vector<std::string> formats = reports::format_names();
+  formats.insert(formats.begin(), "auto");
+  cmd->add_option("results", o->files, "Result JSON files, compared side by side")->required();
+  cmd->add_option("--out,-o", o->out,
                   "Output file: .html, .md, .csv (summary), .timeline.csv (per action), .json (Chrome trace)")
       ->required();
-  cmd->add_option("--format", *format, "auto (from the extension) | html | md | csv | timeline-csv | trace")
-      ->check(CLI::IsMember({"auto", "html", "md", "markdown", "csv", "timeline-csv", "trace"}))
+  cmd->add_option("--format", o->format, "auto (from the extension) | html | md | csv | timeline-csv | trace")
+      ->check(CLI::IsMember(formats))
       ->capture_default_str();
   cmd->footer(
       "Examples:\n"
       "  pipelab report compare.json --out report.html\n"
       "  pipelab report h100.json b200.json --out gpus.md\n"
       "  pipelab report run.json --out trace.json      (open in ui.perfetto.dev or chrome://tracing)");
-  cmd->callback([files, out, format, &exit_code] {
-    const reports::Format f =
-        *format == "auto" ? reports::format_from_path(*out) : reports::format_from_name(*format);
-    std::vector<reports::ReportInput> inputs;
-    inputs.reserve(files->size());
-    for (const std::string& path : *files) inputs.push_back(reports::load_result_file(path));
-    // Labelled by file stem; files with the same stem (a/result.json, b/result.json) by their paths.
-    std::vector<std::string> stems;
-    stems.reserve(inputs.size());
-    for (const reports::ReportInput& in : inputs) stems.push_back(in.name);
-    const std::vector<std::string> labels = reports::input_labels(stems, *files);
-    for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i].name = labels[i];
-    reports::write_report(inputs, *out, f);
-    std::cout << *out << "\n";
+  cmd->callback([o, &exit_code] {
+    reports::write_report_from_files(o->files, o->out, o->format);
+    std::cout << o->out << "\n";
     exit_code = 0;
   });
 }

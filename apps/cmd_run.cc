@@ -1,43 +1,49 @@
 // `pipelab run`: executes a schedule on the mock model for real (cpu backend; in-process threads or
 // MPI processes), predicts the same schedule with the simulator and the profiled cost model, and
 // writes both timelines with their comparison (result JSON, kind "run"; docs/runtime.md).
-#include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iomanip>
 #include <iostream>
-#include <map>
-#include <tuple>
+#include <utility>
+#include <vector>
+#include <memory>
 
-#include <nlohmann/json.hpp>
-#include <unistd.h>
-
+#include "commands.h"
+#include "model_flags.h"
 #include "pipelab/base/error.h"
 #include "pipelab/kernels/blas.h"
-#include "pipelab/kernels/shape.h"
-#include "pipelab/profiles/measured_profile.h"
 #include "pipelab/reports/write.h"
 #include "pipelab/runtime/gradients.h"
 #include "pipelab/runtime/machine.h"
 #include "pipelab/runtime/mpi_transport.h"
-#include "pipelab/runtime/profiler.h"
 #include "pipelab/runtime/run.h"
+#include "pipelab/runtime/run_support.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/metrics.h"
 #include "pipelab/schedules/registry.h"
 #include "pipelab/schedules/validate.h"
 #include "pipelab/sim/engine.h"
 #include "pipelab/sim/profiled_cost.h"
-#include "result_json.h"
-#include "runtime_commands.h"
+#include "run_result.h"
 #include "schedule_flags.h"
 
 namespace pipelab::app {
 namespace {
 
-using nlohmann::json;
+// --wait: one table of names and policies; the flag accepts its names, the run looks the policy up.
+const std::vector<std::pair<std::string, runtime::WaitPolicy>> kWaitPolicies{
+    {"auto", runtime::WaitPolicy::Auto}, {"spin", runtime::WaitPolicy::Spin}, {"block", runtime::WaitPolicy::Block}};
 
-struct RunFlags {
+runtime::WaitPolicy wait_policy(const std::string& name) {
+  for (const auto& [key, policy] : kWaitPolicies) {
+    if (key == name) return policy;
+  }
+  throw InputError("--wait " + name + " is not a wait policy");  // the flag's check keeps this out
+}
+
+struct RunCommandOptions {
+  ScheduleFlags schedule{.schedule = "1f1b", .options = {.pp = 2, .vp = 0, .microbatches = 8, .group_size = 0}};
+  runtime::ModelConfig model = default_mock_model();
   std::string backend = "cpu";
   std::string transport = "inproc";
   int iterations = 5;
@@ -46,382 +52,198 @@ struct RunFlags {
   std::string save_profile;
   int profile_repeats = 20;
   bool check_gradients = false;
+  bool check_fidelity = false;
   std::string json_out;
   std::string report_out;
   int timeout_ms = 60'000;
   bool no_pin = false;
-  std::string wait = "auto";
+  std::string wait = "auto";  // a name of kWaitPolicies
 };
 
-// ---- profile --------------------------------------------------------------------------------------
-
-void check_profile_matches(const MeasuredProfile& p, const runtime::ModelConfig& m, const std::string& path,
-                           std::vector<std::string>& warnings) {
-  std::string diff;
-  auto cmp = [&](const char* name, long long a, long long b) {
-    if (a != b) diff += std::string(diff.empty() ? "" : ", ") + name + " " + std::to_string(a) + " (run: " + std::to_string(b) + ")";
-  };
-  cmp("hidden", p.hidden, m.block.hidden);
-  cmp("ffn", p.ffn, m.block.ffn);
-  cmp("heads", p.heads, m.block.heads);
-  cmp("seq", p.seq, m.block.seq);
-  cmp("mbs", p.mbs, m.block.mbs);
-  cmp("swiglu", p.swiglu, m.block.swiglu);
-  if (!diff.empty()) throw ConfigError("--profile " + path + " was measured for another model: " + diff);
-  if (p.backend != "cpu") throw ConfigError("--profile " + path + " was measured on backend \"" + p.backend + "\", the run uses cpu");
-  if (p.layers_per_stage != m.layers_per_stage) {
-    warnings.push_back("the profile measured stages of " + std::to_string(p.layers_per_stage) + " layers; predicting " +
-                       std::to_string(m.layers_per_stage) + "-layer stages from its per-layer times");
-  }
+// The resolved configuration the result echoes.
+nlohmann::json run_config(const RunCommandOptions& o, const PipelineShape& shape, const runtime::RunProfile& profile,
+                          int cores, const std::vector<std::string>& warnings) {
+  const runtime::ModelConfig& m = o.model;
+  const int P = shape.ranks;
+  return {{"schedule", find_schedule(o.schedule.schedule).name},
+          {"backend", o.backend},
+          {"transport", o.transport},
+          {"cost_model", "profiled"},
+          {"stages", shape.stages},
+          {"model",
+           {{"name", "mock-transformer"},
+            {"hidden", m.block.hidden},
+            {"ffn", m.block.ffn},
+            {"heads", m.block.heads},
+            {"seq", m.block.seq},
+            {"mbs", m.block.mbs},
+            {"swiglu", m.block.swiglu},
+            {"layers_per_stage", m.layers_per_stage},
+            {"num_layers", shape.stages_per_chain() * m.layers_per_stage},
+            {"seed", m.seed}}},
+          {"parallel",
+           {{"pp", P},
+            {"vp", shape.stages / P},
+            {"microbatches", shape.microbatches},
+            {"mbs", m.block.mbs},
+            {"seq_length", m.block.seq},
+            {"gpus", P},
+            {"stage_layers", std::vector<int>(static_cast<std::size_t>(shape.stages), m.layers_per_stage)}}},
+          {"iterations", o.iterations},
+          {"warmup", o.warmup},
+          {"timeout_ms", o.timeout_ms},
+          {"profile", profile.source},
+          {"profile_layers_per_stage", profile.profile.layers_per_stage},
+          {"p2p_latency_ns", profile.profile.p2p.latency_ns},
+          {"p2p_bandwidth_bytes_per_s", profile.profile.p2p.bandwidth_bytes_per_s},
+          {"device", runtime::cpu_model_name()},
+          {"cores", cores},
+          {"pinned", !o.no_pin && P <= cores},
+          {"wait", o.wait},
+          {"warnings", warnings}};
 }
 
-// ---- JSON pieces ----------------------------------------------------------------------------------
-
-struct Side {
-  Timeline timeline;
-  TimelineMetrics metrics;
-  std::vector<std::int64_t> static_bytes;
-  std::vector<std::int64_t> peak_activation;
-  double model_flops = 0;
-};
-
-json side_json(const Side& s, std::int64_t tokens, std::int64_t capacity, const std::vector<std::vector<sim::MemorySample>>* memory) {
-  const auto P = static_cast<std::int64_t>(s.metrics.ranks.size());
-  const Throughput tp = compute_throughput(s.metrics.makespan_ns, s.model_flops, tokens, P, 0.0);
-  std::vector<std::int64_t> peaks;
-  json ranks = json::array();
-  bool oom = false;
-  for (std::size_t r = 0; r < s.metrics.ranks.size(); ++r) {
-    const std::int64_t fixed = r < s.static_bytes.size() ? s.static_bytes[r] : 0;
-    const std::int64_t act = r < s.peak_activation.size() ? s.peak_activation[r] : 0;
-    peaks.push_back(fixed + act);
-    oom = oom || (capacity > 0 && fixed + act > capacity);
-    ranks.push_back(rank_json(r, s.metrics.ranks[r], fixed, act));
-  }
-  json out = {{"summary", summary_json(s.metrics, tp, peaks, capacity, oom, s.model_flops, tokens)},
-              {"ranks", std::move(ranks)},
-              {"timeline", timeline_to_json(s.timeline)}};
-  if (memory != nullptr) out["memory"] = memory_json(s.static_bytes, *memory);
-  return out;
+std::string off_profile_warning(std::size_t rank, double ratio) {
+  return "rank " + std::to_string(rank) + "'s actions ran " + std::to_string(std::lround(100 * (ratio - 1.0))) +
+         "% off their profiled time (median): the machine was busier or faster than when profiled, or another "
+         "process shared the rank's core";
 }
 
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
+int run(const RunCommandOptions& o) {
+  // Step 1: the schedule, exactly as the simulator sees it (lowered with explicit SEND/RECV).
+  const Schedule compute = make_schedule(o.schedule.schedule, o.schedule.options);
+  require_valid(compute);
+  const Schedule lowered = add_send_recv(compute);
+  const PipelineShape& shape = lowered.shape;
+  o.model.validate();
+  const int P = shape.ranks;
+  // Processes may each be bound to one core by the MPI launcher: count the node's cores then.
+  const int cores = o.transport == "mpi" ? runtime::online_cores() : runtime::hardware_cores();
+  std::vector<std::string> warnings;
+  if (const std::string w = runtime::core_sharing_warning(P, cores); !w.empty()) warnings.push_back(w);
+  runtime::configure_allocator();
+  kernels::set_blas_threads(1);
+  const auto timeout = std::chrono::milliseconds(o.timeout_ms);
+  const runtime::WaitPolicy wait = wait_policy(o.wait);
 
-// Per compute action, predicted duration / measured duration - 1 (signed), matched by (rank, action);
-// and per rank the median of measured / predicted duration (how much slower the rank's core ran
-// than profiled: a drift or a busy core shows here first).
-std::vector<double> action_errors(const Timeline& predicted, const Timeline& measured, std::vector<double>* rank_ratio) {
-  std::map<std::tuple<std::size_t, int, int, int, int, int>, std::int64_t> pred;
-  auto key = [](std::size_t r, const Action& a) {
-    return std::tuple{r, static_cast<int>(a.op), a.stage, a.mb, a.b_stage, a.b_mb};
-  };
-  for (std::size_t r = 0; r < predicted.ranks.size(); ++r) {
-    for (const TimelineEvent& e : predicted.ranks[r]) {
-      if (e.stream == Stream::Compute) pred[key(r, e.action)] = e.duration_ns();
+  // With MPI every process runs this; each makes its transports from the session when it needs
+  // them (runtime::profile_for_run and runtime::run_cpu_distributed own them, each destroying its
+  // transport before the buffer pool the transport's messages use).
+  std::unique_ptr<runtime::MpiSession> mpi;
+  runtime::TransportFactory make_transport;
+  int rank = 0;
+  if (o.transport == "mpi") {
+    mpi = std::make_unique<runtime::MpiSession>();
+    if (mpi->size() != P) {
+      throw ConfigError("--transport mpi: the schedule has pp=" + std::to_string(P) + " ranks but " +
+                        std::to_string(mpi->size()) + " MPI processes run (mpirun -np " + std::to_string(P) + ")");
     }
+    rank = mpi->rank();
+    make_transport = [&mpi, &shape, wait] { return mpi->transport(shape, wait); };
   }
-  std::vector<double> errors;
-  for (std::size_t r = 0; r < measured.ranks.size(); ++r) {
-    std::vector<double> ratios;
-    for (const TimelineEvent& e : measured.ranks[r]) {
-      if (e.stream != Stream::Compute || e.duration_ns() <= 0) continue;
-      const auto it = pred.find(key(r, e.action));
-      if (it == pred.end() || it->second <= 0) continue;
-      errors.push_back(static_cast<double>(it->second) / static_cast<double>(e.duration_ns()) - 1.0);
-      ratios.push_back(static_cast<double>(e.duration_ns()) / static_cast<double>(it->second));
-    }
-    rank_ratio->push_back(quantile(std::move(ratios), 0.5));
+
+  // Step 2: the profile the prediction uses (given, or measured now on this machine).
+  const runtime::RunProfile profile = runtime::profile_for_run({.path = o.profile,
+                                                                .save_path = o.save_profile,
+                                                                .model = o.model,
+                                                                .ranks = P,
+                                                                .transport = o.transport,
+                                                                .repeats = o.profile_repeats,
+                                                                .concurrency = std::min(P, cores),
+                                                                .pin = !o.no_pin,
+                                                                .timeout = timeout,
+                                                                .wait = wait,
+                                                                .make_transport = make_transport,
+                                                                .rank = rank});
+  warnings.insert(warnings.end(), profile.warnings.begin(), profile.warnings.end());
+  if (rank == 0) {
+    for (const std::string& w : warnings) std::cerr << "pipelab: warning: " << w << "\n";
   }
-  return errors;
-}
 
-// Activation memory the simulator tracks per stage: the saved forward state of one microbatch,
-// the part of it I frees (the weight-grad stash may be larger than what F saved; then nothing).
-std::vector<sim::StageActivation> stage_activations(const runtime::ModelConfig& m, int stages) {
-  // The kernels' own sizes: F keeps saved_bytes per layer; I turns that into the (larger or
-  // smaller) stash W needs.
-  const std::int64_t saved = kernels::saved_bytes(m.block), stash = kernels::stash_bytes(m.block);
-  const std::int64_t L = m.layers_per_stage;
-  const sim::StageActivation a{L * std::max(saved, stash), L * std::max<std::int64_t>(0, saved - stash)};
-  return std::vector<sim::StageActivation>(static_cast<std::size_t>(stages), a);
-}
+  // Step 3: the measured run.
+  runtime::RunOptions ro;
+  ro.warmup = o.warmup;
+  ro.iterations = o.iterations;
+  ro.executor.timeout = timeout;
+  ro.pin_threads = !o.no_pin;
+  ro.wait = wait;
+  ro.collect_gradients = o.check_gradients;
+  const runtime::RunResult measured = mpi ? runtime::run_cpu_distributed(lowered, o.model, make_transport, ro)
+                                          : runtime::run_cpu_inprocess(lowered, o.model, ro);
+  if (rank != 0) return 0;  // rank 0 holds every rank's timeline
 
-std::int64_t physical_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
-}
+  // Step 4: the prediction of the same lowered schedule from the profile.
+  const sim::ProfiledCost cost(profile.profile, shape, o.model.layers_per_stage);
+  const runtime::StageActivationBytes act = runtime::mock_stage_activation(o.model);
+  sim::SimOptions so;
+  so.activations.assign(static_cast<std::size_t>(shape.stages), sim::StageActivation{act.bytes, act.freed_by_input_grad});
+  const sim::SimResult predicted = sim::simulate(lowered, cost, so);
 
-void print_run(std::ostream& os, const json& r) {
-  const json& c = r["config"];
-  const json& p = r["predicted"]["summary"];
-  const json& m = r["measured"]["summary"];
-  const json& cmp = r["comparison"];
-  os << "# run: " << c["schedule"].get<std::string>() << " pp=" << c["parallel"]["pp"] << " stages=" << c["stages"]
-     << " microbatches=" << c["parallel"]["microbatches"] << " on " << c["backend"].get<std::string>() << " ("
-     << c["transport"].get<std::string>() << "), " << c["iterations"] << " iterations after " << c["warmup"]
-     << " warm-up, median shown\n";
-  os << std::fixed;
-  os << "#          " << std::setw(14) << "makespan" << std::setw(10) << "bubble" << std::setw(12) << "TFLOPS" << std::setw(14)
-     << "tokens/s" << "\n";
-  os << "#          " << std::setw(14) << "(ms)" << std::setw(10) << "(%)" << std::setw(12) << "(/rank)" << std::setw(14) << "(/rank)"
-     << "\n";
-  auto row = [&](const char* label, const json& s) {
-    os << std::left << std::setw(11) << label << std::right << std::setprecision(3) << std::setw(14)
-       << s["makespan_ns"].get<double>() / 1e6 << std::setprecision(2) << std::setw(10) << 100 * s["bubble_ratio"].get<double>()
-       << std::setprecision(4) << std::setw(12) << s["tflops_per_gpu"].get<double>() << std::setprecision(0) << std::setw(14)
-       << s["tokens_per_s_per_gpu"].get<double>() << "\n";
-  };
-  row("predicted", p);
-  row("measured", m);
-  os << std::setprecision(2) << "makespan error " << 100 * cmp["makespan_error"].get<double>() << "%, bubble predicted "
-     << 100 * cmp["bubble_predicted"].get<double>() << "% vs measured " << 100 * cmp["bubble_measured"].get<double>()
-     << "%, per-action error p50 " << 100 * cmp["action_error_p50"].get<double>() << "% p90 "
-     << 100 * cmp["action_error_p90"].get<double>() << "%\n";
-  if (r.contains("gradient_check")) {
-    const json& g = r["gradient_check"];
-    os << std::scientific << std::setprecision(2) << "gradient check: max relative error " << g["max_rel_error"].get<double>()
-       << " (tolerance " << g["tolerance"].get<double>() << ") " << (g["passed"].get<bool>() ? "OK" : "FAILED") << "\n"
-       << std::defaultfloat;
+  // Step 5: the comparison, the result, the gradient check.
+  const FidelityReport fidelity = compare_timelines(predicted.timeline, measured.iterations[measured.median_iteration()]);
+  for (const std::size_t r : ranks_off_profile(fidelity)) {
+    warnings.push_back(off_profile_warning(r, fidelity.compute_time_ratio[r]));
+    std::cerr << "pipelab: warning: " << warnings.back() << "\n";
   }
+  std::optional<runtime::GradientCheck> gradients;
+  if (o.check_gradients) {
+    gradients = runtime::compare_gradients(runtime::part_gradients(shape, measured.stage_gradients),
+                                           runtime::reference_gradients(o.model, shape.stages_per_chain(), shape.microbatches));
+  }
+  const reports::ReportInput result =
+      run_result({.config = run_config(o, shape, profile, cores, warnings),
+                  .measured = measured,
+                  .predicted = predicted,
+                  .fidelity = fidelity,
+                  .tokens_per_iteration = static_cast<std::int64_t>(shape.microbatches) * o.model.block.tokens(),
+                  .memory_capacity_bytes = runtime::physical_memory_bytes(),
+                  .gradients = gradients});
+
+  print_run(std::cout, result);
+  const bool fidelity_failed = o.check_fidelity && !within_fidelity(fidelity);
+  if (o.check_fidelity) {
+    std::cout << "# fidelity: " << (fidelity_failed ? "outside " : "within ") << reports::fidelity_thresholds_text()
+              << ": " << (fidelity_failed ? "FAILED" : "OK") << "\n";
+  }
+  if (!o.json_out.empty()) reports::write_result_file(o.json_out, result);
+  if (!o.report_out.empty()) {
+    reports::write_report({result}, o.report_out, "");
+    std::cout << "# report: " << o.report_out << "\n";
+  }
+  return (gradients && !gradients->passed) || fidelity_failed ? 1 : 0;
 }
 
 }  // namespace
 
 void add_run_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand("run", "Execute a schedule on the mock model, predict it from a profile, compare");
-  auto sched = add_schedule_flags(cmd, "1f1b");
-  sched->options.pp = 2;
-  cmd->get_option("--pp")->default_str("2");
-  auto model = add_model_flags(cmd);
-  auto f = std::make_shared<RunFlags>();
-  cmd->add_option("--backend", f->backend, "Backend")->check(CLI::IsMember({"cpu"}))->capture_default_str();
-  cmd->add_option("--transport", f->transport, "inproc (a thread per rank) or mpi (mpirun -np PP pipelab run ...)")
+  auto o = std::make_shared<RunCommandOptions>();
+  add_schedule_flags(cmd, o->schedule);
+  add_model_flags(cmd, o->model);
+  cmd->add_option("--backend", o->backend, "Backend")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+  cmd->add_option("--transport", o->transport, "inproc (a thread per rank) or mpi (mpirun -np PP pipelab run ...)")
       ->check(CLI::IsMember({"inproc", "mpi"}))
       ->capture_default_str();
-  cmd->add_option("--iterations", f->iterations, "Measured iterations (the median one is reported)")
+  cmd->add_option("--iterations", o->iterations, "Measured iterations (the median one is reported)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--warmup", f->warmup, "Iterations run first and discarded")->capture_default_str()->check(CLI::Range(0, 100000));
-  cmd->add_option("--profile", f->profile, "Profile JSON from `pipelab profile` (default: profile first)");
-  cmd->add_option("--save-profile", f->save_profile, "Also write the profile measured before the run here");
-  cmd->add_option("--profile-repeats", f->profile_repeats, "Repeats when profiling first")->capture_default_str()->check(CLI::Range(1, 100000));
-  cmd->add_flag("--check-gradients", f->check_gradients, "Compare the gradients with the single-device reference");
-  cmd->add_option("--json", f->json_out, "Write the result JSON (kind run) here");
-  cmd->add_option("--report", f->report_out, "Write a report here (.html, .md, .csv)");
-  cmd->add_option("--timeout-ms", f->timeout_ms, "Watchdog: longest wait for one message or barrier")
+  cmd->add_option("--warmup", o->warmup, "Iterations run first and discarded")->capture_default_str()->check(CLI::Range(0, 100000));
+  cmd->add_option("--profile", o->profile, "Profile JSON from `pipelab profile` (default: profile first)");
+  cmd->add_option("--save-profile", o->save_profile, "Also write the profile measured before the run here");
+  cmd->add_option("--profile-repeats", o->profile_repeats, "Repeats when profiling first")->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_flag("--check-gradients", o->check_gradients, "Compare the gradients with the single-device reference");
+  cmd->add_flag("--check-fidelity", o->check_fidelity,
+                "Exit 1 when the prediction is outside the fidelity thresholds (" + reports::fidelity_thresholds_text() + ")");
+  cmd->add_option("--json", o->json_out, "Write the result JSON (kind run) here");
+  cmd->add_option("--report", o->report_out, "Write a report here (.html, .md, .csv)");
+  cmd->add_option("--timeout-ms", o->timeout_ms, "Watchdog: longest wait for one message or barrier")
       ->capture_default_str()
       ->check(CLI::Range(1, 86'400'000));
-  cmd->add_flag("--no-pin", f->no_pin, "Do not pin rank threads/processes to cores");
-  cmd->add_option("--wait", f->wait, "How ranks wait for data: auto, spin, block")
-      ->check(CLI::IsMember({"auto", "spin", "block"}))
+  cmd->add_flag("--no-pin", o->no_pin, "Do not pin rank threads/processes to cores");
+  cmd->add_option("--wait", o->wait, "How ranks wait for data: auto, spin, block")
+      ->check(CLI::IsMember(kWaitPolicies))
       ->capture_default_str();
-
-  // Capture every option's storage explicitly: CLI11 writes into it even if the body never reads it.
-  cmd->callback([sched, model, f, &exit_code] {
-    // Step 1: the schedule, exactly as the simulator sees it (lowered with explicit SEND/RECV).
-    const Schedule compute = make_schedule(sched->schedule, sched->options);
-    require_valid(compute);
-    const Schedule lowered = add_send_recv(compute);
-    const PipelineShape& shape = lowered.shape;
-    model->validate();
-    const int P = shape.ranks;
-    // Processes may each be bound to one core by the MPI launcher: count the node's cores then.
-    const int cores = f->transport == "mpi" ? runtime::online_cores() : runtime::hardware_cores();
-    std::vector<std::string> warnings;
-    if (P > cores) {
-      warnings.push_back(std::to_string(P) + " ranks on " + std::to_string(cores) +
-                         " cores: ranks share cores, so the measured run is not a pipeline and the prediction will not match");
-    }
-    runtime::configure_allocator();
-    kernels::set_blas_threads(1);
-    const runtime::WaitPolicy wait = f->wait == "spin"    ? runtime::WaitPolicy::Spin
-                                     : f->wait == "block" ? runtime::WaitPolicy::Block
-                                                          : runtime::WaitPolicy::Auto;
-    const auto timeout = std::chrono::milliseconds(f->timeout_ms);
-
-    // With MPI every process runs this; each makes its transports from the session when it needs
-    // them (runtime::measure_profile and runtime::run_cpu_distributed own them, each destroying its
-    // transport before the buffer pool the transport's messages use).
-    std::unique_ptr<runtime::MpiSession> mpi;
-    runtime::TransportFactory make_transport;
-    int rank = 0;
-    if (f->transport == "mpi") {
-      mpi = std::make_unique<runtime::MpiSession>();
-      if (mpi->size() != P) {
-        throw ConfigError("--transport mpi: the schedule has pp=" + std::to_string(P) + " ranks but " + std::to_string(mpi->size()) +
-                          " MPI processes run (mpirun -np " + std::to_string(P) + ")");
-      }
-      rank = mpi->rank();
-      make_transport = [&mpi, &shape, wait] { return mpi->transport(shape, wait); };
-    }
-
-    // Step 2: the profile the prediction uses (given, or measured now on this machine).
-    MeasuredProfile profile;
-    std::string profile_source = f->profile;
-    runtime::ProfileOptions po;
-    po.model = *model;
-    po.repeats = f->profile_repeats;
-    po.warmup = 3;
-    po.core = f->no_pin ? -1 : 0;
-    po.concurrency = std::min(P, cores);
-    if (!f->profile.empty()) {
-      profile = load_measured_profile(f->profile);
-      check_profile_matches(profile, *model, f->profile, warnings);
-      if (P > 1 && profile.p2p.transport.empty()) {
-        warnings.push_back("the profile holds no P2P measurement: messages are predicted to cost nothing");
-      } else if (P > 1 && profile.p2p.transport != f->transport) {
-        warnings.push_back("the profile's P2P costs were measured on \"" + profile.p2p.transport + "\", the run uses \"" +
-                           f->transport + "\"");
-      }
-    } else {
-      profile_source = "measured before the run";
-      runtime::P2PProfileOptions p2p;
-      p2p.enabled = P > 1;
-      p2p.repeats = std::max(20, f->profile_repeats);
-      p2p.timeout = timeout;
-      p2p.wait = wait;
-      p2p.transport = make_transport;
-      profile = runtime::measure_profile(po, p2p);  // with MPI: rank 0's numbers
-      if (!f->save_profile.empty() && rank == 0) save_measured_profile(profile, f->save_profile);
-    }
-
-    if (rank == 0) {
-      for (const std::string& w : warnings) std::cerr << "pipelab: warning: " << w << "\n";
-    }
-
-    // Step 3: the measured run.
-    runtime::RunOptions ro;
-    ro.warmup = f->warmup;
-    ro.iterations = f->iterations;
-    ro.executor.timeout = timeout;
-    ro.pin_threads = !f->no_pin;
-    ro.wait = wait;
-    ro.collect_gradients = f->check_gradients;
-    runtime::RunResult measured;
-    if (mpi) {
-      measured = runtime::run_cpu_distributed(lowered, *model, make_transport, ro);
-      if (rank != 0) {
-        exit_code = 0;
-        return;
-      }
-    } else {
-      measured = runtime::run_cpu_inprocess(lowered, *model, ro);
-    }
-
-    // Step 4: the prediction of the same lowered schedule from the profile.
-    const sim::ProfiledCost cost(profile, shape, model->layers_per_stage);
-    sim::SimOptions so;
-    so.activations = stage_activations(*model, shape.stages);
-    const sim::SimResult predicted = sim::simulate(lowered, cost, so);
-
-    // Step 5: metrics of both, computed by the one shared implementation, and the comparison.
-    const std::size_t median = measured.median_iteration();
-    Side meas, pred;
-    meas.timeline = measured.iterations[median];
-    pred.timeline = predicted.timeline;
-    meas.metrics = compute_metrics(meas.timeline);
-    pred.metrics = compute_metrics(pred.timeline);
-    meas.static_bytes = pred.static_bytes = measured.static_bytes;
-    meas.peak_activation = measured.peak_state_bytes;
-    pred.peak_activation = predicted.peak_activation_bytes;
-    for (const RankMetrics& m : meas.metrics.ranks) meas.model_flops += m.flops;
-    for (const RankMetrics& m : pred.metrics.ranks) pred.model_flops += m.flops;
-    const std::int64_t tokens = static_cast<std::int64_t>(shape.microbatches) * model->block.tokens();
-    const std::int64_t capacity = physical_memory();
-
-    std::vector<double> rank_ratio;
-    const std::vector<double> errs = action_errors(pred.timeline, meas.timeline, &rank_ratio);
-    for (std::size_t r = 0; r < rank_ratio.size(); ++r) {
-      if (std::abs(rank_ratio[r] - 1.0) > 0.03) {
-        warnings.push_back("rank " + std::to_string(r) + "'s actions ran " + std::to_string(std::lround(100 * (rank_ratio[r] - 1.0))) +
-                           "% off their profiled time (median): the machine was busier or faster than when profiled, or "
-                           "another process shared the rank's core");
-        std::cerr << "pipelab: warning: " << warnings.back() << "\n";
-      }
-    }
-    json makespans = json::array();
-    for (const Timeline& t : measured.iterations) makespans.push_back(t.makespan_ns());
-    json comparison = {
-        {"makespan_error", meas.metrics.makespan_ns > 0
-                               ? static_cast<double>(pred.metrics.makespan_ns) / static_cast<double>(meas.metrics.makespan_ns) - 1.0
-                               : 0.0},
-        {"bubble_predicted", pred.metrics.bubble_ratio},
-        {"bubble_measured", meas.metrics.bubble_ratio},
-        {"action_error_p50", quantile(errs, 0.5)},
-        {"action_error_p90", quantile(errs, 0.9)},
-        {"actions_compared", errs.size()},
-        {"compute_time_ratio", rank_ratio},
-        {"makespan_predicted_ns", pred.metrics.makespan_ns},
-        {"makespan_measured_ns", meas.metrics.makespan_ns},
-        {"measured_makespans_ns", std::move(makespans)},
-        {"median_iteration", median}};
-
-    json config = {
-        {"schedule", find_schedule(sched->schedule).name},
-        {"backend", f->backend},
-        {"transport", f->transport},
-        {"cost_model", "profiled"},
-        {"stages", shape.stages},
-        {"model",
-         {{"name", "mock-transformer"},
-          {"hidden", model->block.hidden},
-          {"ffn", model->block.ffn},
-          {"heads", model->block.heads},
-          {"seq", model->block.seq},
-          {"mbs", model->block.mbs},
-          {"swiglu", model->block.swiglu},
-          {"layers_per_stage", model->layers_per_stage},
-          {"num_layers", shape.stages_per_chain() * model->layers_per_stage},
-          {"seed", model->seed}}},
-        {"parallel",
-         {{"pp", P},
-          {"vp", shape.stages / P},
-          {"microbatches", shape.microbatches},
-          {"mbs", model->block.mbs},
-          {"seq_length", model->block.seq},
-          {"gpus", P},
-          {"stage_layers", std::vector<int>(static_cast<std::size_t>(shape.stages), model->layers_per_stage)}}},
-        {"iterations", f->iterations},
-        {"warmup", f->warmup},
-        {"timeout_ms", f->timeout_ms},
-        {"profile", profile_source},
-        {"profile_layers_per_stage", profile.layers_per_stage},
-        {"p2p_latency_ns", profile.p2p.latency_ns},
-        {"p2p_bandwidth_bytes_per_s", profile.p2p.bandwidth_bytes_per_s},
-        {"device", runtime::cpu_model_name()},
-        {"cores", cores},
-        {"pinned", !f->no_pin && P <= cores},
-        {"wait", f->wait},
-        {"warnings", warnings}};
-
-    json result = {{"format", "pipelab.result"}, {"version", kResultVersion}, {"kind", "run"}, {"config", std::move(config)}};
-    result["measured"] = side_json(meas, tokens, capacity, nullptr);
-    result["predicted"] = side_json(pred, tokens, capacity, &predicted.memory);
-    result["comparison"] = std::move(comparison);
-    bool failed = false;
-    if (f->check_gradients) {
-      const runtime::GradientCheck g = runtime::compare_gradients(
-          runtime::part_gradients(shape, measured.stage_gradients),
-          runtime::reference_gradients(*model, shape.stages_per_chain(), shape.microbatches));
-      result["gradient_check"] = {{"max_rel_error", g.max_rel_error}, {"passed", g.passed}, {"tolerance", g.tolerance}, {"worst", g.worst}};
-      failed = !g.passed;
-    }
-
-    print_run(std::cout, result);
-    if (!f->json_out.empty()) {
-      write_json_file(f->json_out, result);
-    }
-    if (!f->report_out.empty()) {
-      reports::write_report({result}, f->report_out, "");
-      std::cout << "# report: " << f->report_out << "\n";
-    }
-    exit_code = failed ? 1 : 0;
-  });
+  cmd->callback([o, &exit_code] { exit_code = run(*o); });
 }
 
 }  // namespace pipelab::app

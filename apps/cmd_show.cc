@@ -15,6 +15,12 @@
 namespace pipelab::app {
 namespace {
 
+struct ShowOptions {
+  ScheduleFlags schedule;
+  std::string format = "text";
+  bool lowered = false;
+};
+
 void print_text(const Schedule& s, std::ostream& os) {
   const Replay replay = replay_lockstep(s);
   const auto grid = replay.grid(s);
@@ -37,18 +43,17 @@ void print_text(const Schedule& s, std::ostream& os) {
 
 void add_show_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand("show", "Print a schedule: a rank x step grid (text), or its CSV/JSON");
-  auto flags = add_schedule_flags(cmd);
-  auto format = std::make_shared<std::string>("text");
-  auto lowered = std::make_shared<bool>(false);
-  cmd->add_option("--format", *format, "text | csv | json")->check(CLI::IsMember({"text", "csv", "json"}))->capture_default_str();
-  cmd->add_flag("--lowered", *lowered, "With csv/json: include the SEND/RECV actions (PyTorch compute_comms)");
-  cmd->callback([flags, format, lowered, &exit_code] {
-    Schedule s = make_schedule(flags->schedule, flags->options);
+  auto o = std::make_shared<ShowOptions>();
+  add_schedule_flags(cmd, o->schedule);
+  cmd->add_option("--format", o->format, "text | csv | json")->check(CLI::IsMember({"text", "csv", "json"}))->capture_default_str();
+  cmd->add_flag("--lowered", o->lowered, "With csv/json: include the SEND/RECV actions (PyTorch compute_comms)");
+  cmd->callback([o, &exit_code] {
+    Schedule s = make_schedule(o->schedule.schedule, o->schedule.options);
     require_valid(s);
-    if (*lowered) s = add_send_recv(s);
-    if (*format == "csv") {
+    if (o->lowered) s = add_send_recv(s);
+    if (o->format == "csv") {
       std::cout << to_csv(s);
-    } else if (*format == "json") {
+    } else if (o->format == "json") {
       std::cout << to_json_text(s);
     } else {
       print_text(s, std::cout);

@@ -8,11 +8,25 @@
 #include "pipelab/base/error.h"
 #include "pipelab/reports/write.h"
 #include "pipelab/schedules/registry.h"
-#include "result_json.h"
-#include "summary_table.h"
+#include "sim_results.h"
 
 namespace pipelab::app {
 namespace {
+
+struct SimulateOptions {
+  ConfigFlags config;
+  std::string schedule = "1f1b";
+  std::string json_out;
+  std::string trace_out;
+  std::string report_out;
+};
+
+struct CompareOptions {
+  ConfigFlags config;
+  std::string schedules = "1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,dualpipe,dualpipev";
+  std::string json_out;
+  std::string report_out;
+};
 
 std::vector<std::string> split_names(const std::string& list) {
   std::vector<std::string> out;
@@ -35,71 +49,59 @@ void print_config_line(std::ostream& os, const ResolvedConfig& r) {
 
 void add_simulate_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand("simulate", "Simulate one schedule on one configuration");
-  auto flags = add_config_flags(cmd);
-  auto schedule = std::make_shared<std::string>("1f1b");
-  auto json_out = std::make_shared<std::string>();
-  auto trace_out = std::make_shared<std::string>();
-  auto report_out = std::make_shared<std::string>();
-  cmd->add_option("--schedule", *schedule, "Schedule name or alias (" + schedule_names() + ")")->capture_default_str();
-  cmd->add_option("--json", *json_out, "Write the result JSON here");
-  cmd->add_option("--trace", *trace_out, "Write a Chrome/Perfetto trace here");
-  cmd->add_option("--report", *report_out, "Write a report here (.html, .md, .csv)");
-  cmd->callback([flags, schedule, json_out, trace_out, report_out, &exit_code] {
-    const ResolvedConfig resolved = resolve_flags(*flags);
-    const sim::SimulationOutcome outcome = sim::simulate_config(make_request(*flags, resolved, *schedule));
+  auto o = std::make_shared<SimulateOptions>();
+  add_config_flags(cmd, o->config);
+  cmd->add_option("--schedule", o->schedule, "Schedule name or alias (" + schedule_names() + ")")->capture_default_str();
+  cmd->add_option("--json", o->json_out, "Write the result JSON here");
+  cmd->add_option("--trace", o->trace_out, "Write a Chrome/Perfetto trace here");
+  cmd->add_option("--report", o->report_out, "Write a report here (.html, .md, .csv)");
+  cmd->callback([o, &exit_code] {
+    const ResolvedConfig resolved = resolve_flags(o->config);
+    const sim::SimulationOutcome outcome = sim::simulate_config(make_request(o->config, resolved, o->schedule));
     print_config_line(std::cout, resolved);
     for (const auto& w : outcome.warnings) std::cerr << "pipelab: warning: " << w << "\n";
-    print_summary_table(std::cout, {{outcome.schedule, &outcome, ""}});
-    const nlohmann::json result = simulate_result(config_json(resolved.model, resolved.gpu, resolved.config, flags->cost), outcome);
-    if (!json_out->empty()) write_json_file(*json_out, result);
-    if (!trace_out->empty()) reports::write_report({result}, *trace_out, "trace");
-    if (!report_out->empty()) reports::write_report({result}, *report_out, "");
+    const reports::ReportInput result =
+        simulate_result(config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost), outcome);
+    std::cout << reports::render_summary_text({result});
+    if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);
+    if (!o->trace_out.empty()) reports::write_report({result}, o->trace_out, "trace");
+    if (!o->report_out.empty()) reports::write_report({result}, o->report_out, "");
     exit_code = 0;
   });
 }
 
 void add_compare_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand("compare", "Simulate several schedules on one configuration, side by side");
-  auto flags = add_config_flags(cmd);
-  auto schedules = std::make_shared<std::string>("1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,dualpipe,dualpipev");
-  auto json_out = std::make_shared<std::string>();
-  auto report_out = std::make_shared<std::string>();
-  cmd->add_option("--schedules", *schedules, "Comma-separated schedule names")->capture_default_str();
-  cmd->add_option("--json", *json_out, "Write the result JSON here");
-  cmd->add_option("--report", *report_out, "Write a report here (.html, .md, .csv)");
-  cmd->callback([flags, schedules, json_out, report_out, &exit_code] {
-    const ResolvedConfig resolved = resolve_flags(*flags);
+  auto o = std::make_shared<CompareOptions>();
+  add_config_flags(cmd, o->config);
+  cmd->add_option("--schedules", o->schedules, "Comma-separated schedule names")->capture_default_str();
+  cmd->add_option("--json", o->json_out, "Write the result JSON here");
+  cmd->add_option("--report", o->report_out, "Write a report here (.html, .md, .csv)");
+  cmd->callback([o, &exit_code] {
+    const ResolvedConfig resolved = resolve_flags(o->config);
     print_config_line(std::cout, resolved);
-    nlohmann::json config = config_json(resolved.model, resolved.gpu, resolved.config, flags->cost);
-    config["schedules"] = split_names(*schedules);
-    nlohmann::json results = nlohmann::json::array();
-    std::vector<sim::SimulationOutcome> outcomes;
-    std::vector<TableRow> rows;
-    std::set<std::string> warnings;  // the layout's warnings, once (they do not depend on the schedule)
-    const std::vector<std::string> names = split_names(*schedules);
+    const std::vector<std::string> names = split_names(o->schedules);
     if (names.empty()) throw InputError("--schedules is empty; valid schedules: " + schedule_names());
-    outcomes.reserve(names.size());
+    reports::ReportInput result{.kind = "compare",
+                                .config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost)};
+    result.config["schedules"] = names;
+    std::set<std::string> warnings;  // the layout's warnings, once (they do not depend on the schedule)
     for (const std::string& name : names) {
-      find_schedule(name);  // an unknown name is bad input, not an inapplicable schedule
+      const std::string canonical = find_schedule(name).name;  // an unknown name is bad input
       try {
-        outcomes.push_back(sim::simulate_config(make_request(*flags, resolved, name)));
-        results.push_back(outcome_json(outcomes.back()));
-        rows.push_back({outcomes.back().schedule, &outcomes.back(), ""});
-        for (const auto& w : outcomes.back().warnings) warnings.insert(w);
+        const sim::SimulationOutcome outcome = sim::simulate_config(make_request(o->config, resolved, name));
+        result.schedules.push_back(compare_entry(outcome));
+        warnings.insert(outcome.warnings.begin(), outcome.warnings.end());
       } catch (const InputError& e) {
-        results.push_back({{"schedule", find_schedule(name).name}, {"error", e.what()}});
-        rows.push_back({find_schedule(name).name, nullptr, e.what()});
+        result.schedules.push_back(compare_failure(canonical, e.what()));
       }
     }
     for (const auto& w : warnings) std::cerr << "pipelab: warning: " << w << "\n";
-    print_summary_table(std::cout, rows);
-    nlohmann::json result = {{"format", "pipelab.result"}, {"version", kResultVersion}, {"kind", "compare"}};
-    result["config"] = std::move(config);
-    result["results"] = std::move(results);
-    if (!json_out->empty()) write_json_file(*json_out, result);
-    if (!report_out->empty()) {
-      reports::write_report({result}, *report_out, "");
-      std::cout << "# report: " << *report_out << "\n";
+    std::cout << reports::render_summary_text({result});
+    if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);
+    if (!o->report_out.empty()) {
+      reports::write_report({result}, o->report_out, "");
+      std::cout << "# report: " << o->report_out << "\n";
     }
     exit_code = 0;
   });

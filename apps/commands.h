@@ -1,6 +1,6 @@
 // The pipelab subcommands. Each add_*_command registers one subcommand on the root app; its
-// callback stores the command's exit code in `exit_code` (0 ok, 1 failed check, 2 bad input).
-// Errors are thrown (pipelab::InputError and kin) and mapped to exit codes in main() only.
+// callback stores the command's exit code in `exit_code` (0 ok, 1 failed check). Errors are thrown
+// (pipelab::InputError and kin) and mapped to exit codes in main() only (docs/cli.md).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -12,6 +12,9 @@ void add_show_command(CLI::App& root, int& exit_code);
 void add_validate_command(CLI::App& root, int& exit_code);
 void add_simulate_command(CLI::App& root, int& exit_code);
 void add_compare_command(CLI::App& root, int& exit_code);
-// `report` is declared in report_command.h (its tests compile it on its own).
+/// `pipelab report RESULT.json [RESULT2.json ...] --out FILE [--format html|md|csv|timeline-csv|trace]`.
+void add_report_command(CLI::App& root, int& exit_code);
+void add_profile_command(CLI::App& root, int& exit_code);
+void add_run_command(CLI::App& root, int& exit_code);
 
 }  // namespace pipelab::app

@@ -16,9 +16,7 @@ void add_model_override(CLI::App* cmd, ConfigFlags& f, const std::string& flag, 
 
 }  // namespace
 
-std::shared_ptr<ConfigFlags> add_config_flags(CLI::App* cmd) {
-  auto f = std::make_shared<ConfigFlags>();
-  ConfigFlags& c = *f;
+void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--model", c.model, "Model preset (pipelab list models) or a model JSON file")->capture_default_str();
   cmd->add_option("--gpu", c.gpu, "GPU preset (pipelab list gpus) or a GPU JSON file")->capture_default_str();
   cmd->add_option("--tp,--tensor-model-parallel-size", c.tp, "Tensor-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
@@ -44,8 +42,8 @@ std::shared_ptr<ConfigFlags> add_config_flags(CLI::App* cmd) {
   cmd->add_option("--precision", c.precision, "bf16 | fp8 (peak used for MFU and GEMMs)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp8"}));
-  cmd->add_flag_callback("--sequence-parallel", [f] { f->sequence_parallel = "on"; }, "Sequence parallel (default: on when tp > 1)");
-  cmd->add_flag_callback("--no-sequence-parallel", [f] { f->sequence_parallel = "off"; }, "No sequence parallel");
+  cmd->add_flag_callback("--sequence-parallel", [&c] { c.sequence_parallel = "on"; }, "Sequence parallel (default: on when tp > 1)");
+  cmd->add_flag_callback("--no-sequence-parallel", [&c] { c.sequence_parallel = "off"; }, "No sequence parallel");
   cmd->add_flag("--no-distributed-optimizer", c.no_distributed_optimizer, "Replicate optimizer state over DP");
   cmd->add_option("--stage-layers", c.stage_layers, "Layers per model part, e.g. 2,3,3,3,2,3,3,3 (uneven first/last stages)");
   cmd->add_flag("--softmax-stored", c.softmax_stored, "Memory: keep Korthikanti's 5as/h softmax term (no flash attention)");
@@ -60,10 +58,10 @@ std::shared_ptr<ConfigFlags> add_config_flags(CLI::App* cmd) {
   add_model_override(cmd, c, "--num-experts", "num_experts", "Override num_experts");
   add_model_override(cmd, c, "--moe-router-topk", "moe_router_topk", "Override moe_router_topk");
   add_model_override(cmd, c, "--moe-ffn-hidden-size", "moe_ffn_hidden_size", "Override moe_ffn_hidden_size");
-  cmd->add_flag_callback("--swiglu", [f] { f->model_overrides.emplace_back("swiglu", "true"); }, "Gated SwiGLU MLP");
-  cmd->add_flag_callback("--no-swiglu", [f] { f->model_overrides.emplace_back("swiglu", "false"); }, "Plain GELU MLP");
+  cmd->add_flag_callback("--swiglu", [&c] { c.model_overrides.emplace_back("swiglu", "true"); }, "Gated SwiGLU MLP");
+  cmd->add_flag_callback("--no-swiglu", [&c] { c.model_overrides.emplace_back("swiglu", "false"); }, "Plain GELU MLP");
   cmd->add_flag_callback("--untie-embeddings-and-output-weights",
-                         [f] { f->model_overrides.emplace_back("untie_embeddings_and_output_weights", "true"); },
+                         [&c] { c.model_overrides.emplace_back("untie_embeddings_and_output_weights", "true"); },
                          "Separate LM-head weights");
   // Cost model.
   cmd->add_option("--cost", c.cost, "analytic | uniform")->capture_default_str()->check(CLI::IsMember({"analytic", "uniform"}));
@@ -73,7 +71,6 @@ std::shared_ptr<ConfigFlags> add_config_flags(CLI::App* cmd) {
   cmd->add_option("--t-b", c.t_b_us, "Uniform cost: full backward time (us); default t-i + t-w")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--t-fb", c.t_fb_us, "Uniform cost: overlapped F&B unit (us); default t-f + t-b")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--t-comm", c.t_comm_us, "Uniform cost: one P2P transfer (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
-  return f;
 }
 
 ResolvedConfig resolve_flags(const ConfigFlags& f) {

@@ -3,7 +3,6 @@
 // (--tensor-model-parallel-size, --num-layers, ...), so users describe a run the way they launch it.
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,8 +35,9 @@ struct ConfigFlags {
   double t_f_us = 1000, t_i_us = 1000, t_w_us = 1000, t_b_us = -1, t_fb_us = -1, t_comm_us = 0;
 };
 
-/// Registers the flags. Defaults: llama3-70b on h100-sxm, TP4 PP4, 64 GPUs, mbs 1, 32 microbatches.
-std::shared_ptr<ConfigFlags> add_config_flags(CLI::App* cmd);
+/// Registers the flags, filling `flags` when the command line is parsed (it must outlive the
+/// parse). Defaults: llama3-70b on h100-sxm, TP4 PP4, 64 GPUs, mbs 1, 32 microbatches.
+void add_config_flags(CLI::App* cmd, ConfigFlags& flags);
 
 /// Model, GPU and resolved parallel config from the flags; errors name the flag and the rule.
 struct ResolvedConfig {

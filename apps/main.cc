@@ -1,12 +1,11 @@
 // pipelab: pipeline-schedule simulator and performance lab. Parses the command line, runs one
-// subcommand, and maps errors to exit codes: 0 ok, 1 failed check, 2 bad input (docs/cli.md).
+// subcommand, and maps errors to exit codes: 0 ok, 1 failed check, 2 bad input (or a device
+// failure), 3 an internal error (anything that is not a pipelab error: a bug) (docs/cli.md).
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "report_command.h"
-#include "runtime_commands.h"
 #include "pipelab/base/error.h"
 
 int main(int argc, char** argv) {
@@ -39,9 +38,15 @@ int main(int argc, char** argv) {
   } catch (const pipelab::DeviceError& e) {
     std::cerr << "pipelab: device error: " << e.what() << "\n";
     return 2;
+  } catch (const pipelab::Error& e) {
+    std::cerr << "pipelab: error: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "pipelab: internal error: " << e.what() << "\n";
-    return 1;
+    return 3;
+  } catch (...) {
+    std::cerr << "pipelab: internal error: an exception that is not a std::exception\n";
+    return 3;
   }
   return exit_code;
 }

@@ -2,7 +2,6 @@
 // spellings as aliases. Shared by every subcommand that builds a schedule.
 #pragma once
 
-#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -16,7 +15,8 @@ struct ScheduleFlags {
   ScheduleOptions options{.pp = 4, .vp = 0, .microbatches = 8, .group_size = 0};
 };
 
-/// Registers the flags on `cmd`; the returned object is filled when the command line is parsed.
-std::shared_ptr<ScheduleFlags> add_schedule_flags(CLI::App* cmd, const std::string& default_schedule = "1f1b");
+/// Registers the flags on `cmd` with the defaults `flags` holds; `flags` is filled when the command
+/// line is parsed (it must outlive the parse).
+void add_schedule_flags(CLI::App* cmd, ScheduleFlags& flags);
 
 }  // namespace pipelab::app

@@ -2,10 +2,27 @@
 // result wrote it (no unit conversion), and one row per timeline event.
 #include <sstream>
 
-#include "common.h"
+#include "csv.h"
+
+#include "config_view.h"
+#include "format.h"
 #include "pipelab/reports/render.h"
+#include "table_model.h"
 
 namespace pipelab::reports {
+namespace detail {
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace detail
 
 using namespace detail;
 
@@ -49,19 +66,15 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
 std::string render_timeline_csv(const std::vector<ReportInput>& inputs) {
   std::ostringstream os;
   os << "input,schedule,source,rank,action,stream,start_ns,end_ns,bytes,flops\n";
-  for (const ReportInput& in : inputs) {
-    for (const ScheduleResult& s : in.schedules) {
-      for (const TimelineResult& run : s.runs) {
-        const std::string lead = csv_field(in.name) + "," + csv_field(s.schedule) + "," + run.source + ",";
-        for (std::size_t r = 0; r < run.timeline.ranks.size(); ++r) {
-          for (const TimelineEvent& e : run.timeline.ranks[r]) {
-            os << lead << r << "," << csv_field(to_string(e.action)) << "," << stream_name(e.stream) << ","
-               << e.start_ns << "," << e.end_ns << "," << e.bytes << "," << json_number(e.flops) << "\n";
-          }
-        }
+  for_each_timeline(inputs, [&](const ReportInput& in, const ScheduleResult& s, const TimelineResult& run) {
+    const std::string lead = csv_field(in.name) + "," + csv_field(s.schedule) + "," + run.source + ",";
+    for (std::size_t r = 0; r < run.timeline.ranks.size(); ++r) {
+      for (const TimelineEvent& e : run.timeline.ranks[r]) {
+        os << lead << r << "," << csv_field(to_string(e.action)) << "," << stream_name(e.stream) << ","
+           << e.start_ns << "," << e.end_ns << "," << e.bytes << "," << json_number(e.flops) << "\n";
       }
     }
-  }
+  });
   return os.str();
 }
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <sstream>
 
-#include "common.h"
+#include "config_view.h"
+#include "table_model.h"
+#include "timeline_view.h"
 #include "pipelab/reports/render.h"
 #include "pipelab/schedules/text_grid.h"
 
@@ -54,6 +56,22 @@ std::string table(const std::vector<std::string>& header, const std::vector<bool
   return os.str();
 }
 
+// The header, units row and alignment of a table, column by column; a "result" column first when
+// the table holds several inputs.
+struct Columns {
+  std::vector<std::string> header, units;
+  std::vector<bool> right;
+
+  explicit Columns(bool multi_input) {
+    if (multi_input) add("result");
+  }
+  void add(const std::string& name, const std::string& unit = "", bool right_aligned = false) {
+    header.push_back(name);
+    units.push_back(unit);
+    right.push_back(right_aligned);
+  }
+};
+
 // A footer line; a verdict ends in its OK/FAILED word, bold.
 std::string verdict_line(const Verdict& v) {
   return v.judged ? v.text + ": **" + verdict_word(v) + "**" : v.text;
@@ -80,9 +98,10 @@ void text_timeline(std::ostringstream& os, const std::string& title, const Timel
 
 }  // namespace
 
-std::string render_markdown(const std::vector<ReportInput>& inputs) {
+std::string render_markdown(const std::vector<ReportInput>& given) {
   std::ostringstream os;
-  const ComparisonTable t = build_comparison(inputs);
+  const ComparisonTable t = build_comparison(given);
+  const std::vector<ReportInput>& inputs = *t.inputs;  // the table's rows point into these
   os << "# pipelab report\n\n";
   {
     std::string list;
@@ -114,22 +133,10 @@ std::string render_markdown(const std::vector<ReportInput>& inputs) {
   if (t.rows.empty()) {
     os << "No timelines to compare.\n\n";
   } else {
-    std::vector<std::string> header, units;
-    std::vector<bool> right;
-    if (t.multi_input) {
-      header.push_back("result");
-      units.push_back("");
-      right.push_back(false);
-    }
-    header.push_back("schedule");
-    units.push_back("");
-    right.push_back(false);
-    for (const MetricColumn& c : metric_columns()) {
-      header.push_back(c.header);
-      units.push_back(c.unit);
-      right.push_back(true);
-    }
-    std::vector<std::vector<std::string>> rows{units};
+    Columns columns(t.multi_input);
+    columns.add("schedule");
+    for (const MetricColumn& c : metric_columns()) columns.add(c.header, c.unit, true);
+    std::vector<std::vector<std::string>> rows{columns.units};
     for (const TableRow& r : t.rows) {
       std::vector<std::string> row;
       if (t.multi_input) row.push_back(cell(r.input->name));
@@ -141,7 +148,7 @@ std::string render_markdown(const std::vector<ReportInput>& inputs) {
       }
       rows.push_back(std::move(row));
     }
-    os << table(header, right, rows) << "\n";
+    os << table(columns.header, columns.right, rows) << "\n";
   }
   for (const Verdict& v : t.footer) os << "- " << verdict_line(v) << "\n";
   os << "\n";
@@ -153,9 +160,9 @@ std::string render_markdown(const std::vector<ReportInput>& inputs) {
   // Failures
   if (!t.failed.empty()) {
     os << "## Failed schedules\n\n";
-    for (std::size_t i = 0; i < t.failed.size(); ++i) {
-      os << "- " << (t.multi_input ? cell(t.failed_input[i]->name) + " " : "") << "`" << t.failed[i]->schedule
-         << "`: " << cell(t.failed[i]->error) << "\n";
+    for (const FailedSchedule& f : t.failed) {
+      os << "- " << (t.multi_input ? cell(f.input->name) + " " : "") << "`" << f.schedule->schedule
+         << "`: " << cell(f.schedule->error) << "\n";
     }
     os << "\n";
   }
@@ -164,16 +171,9 @@ std::string render_markdown(const std::vector<ReportInput>& inputs) {
   const std::vector<FidelityRow>& fid = t.fidelity;
   if (!fid.empty()) {
     os << "## Predicted vs measured\n\n";
-    std::vector<std::string> header{"schedule", "makespan error", "bubble predicted", "bubble measured",
-                                    "action error p50", "action error p90", "gradients", "within"};
-    std::vector<std::string> units{"", "(%)", "(%)", "(%)", "(%)", "(%)", "", ""};
-    std::vector<bool> right{false, true, true, true, true, true, false, false};
-    if (t.multi_input) {
-      header.insert(header.begin(), "result");
-      units.insert(units.begin(), "");
-      right.insert(right.begin(), false);
-    }
-    std::vector<std::vector<std::string>> rows{units};
+    Columns columns(t.multi_input);
+    for (const ColumnSpec& c : fidelity_columns()) columns.add(c.header, c.unit, c.numeric);
+    std::vector<std::vector<std::string>> rows{columns.units};
     for (const FidelityRow& f : fid) {
       std::vector<std::string> row{cell(f.schedule), f.makespan_error, f.bubble_predicted, f.bubble_measured,
                                    f.action_p50, f.action_p90, f.gradients.empty() ? "-" : f.gradients,
@@ -181,9 +181,8 @@ std::string render_markdown(const std::vector<ReportInput>& inputs) {
       if (t.multi_input) row.insert(row.begin(), cell(f.input->name));
       rows.push_back(std::move(row));
     }
-    os << table(header, right, rows) << "\n";
-    os << "makespan error = predicted / measured - 1; thresholds: |makespan error| <= 5%, |bubble predicted - "
-          "measured| <= 0.02.\n\n";
+    os << table(columns.header, columns.right, rows) << "\n";
+    os << kMakespanErrorDefinition << "; thresholds: " << fidelity_thresholds_text(", ") << ".\n\n";
   }
 
   // Text timelines

@@ -1,13 +1,43 @@
-// Format names, extension mapping and dispatch.
+// Format names, extension mapping and dispatch: one table of names and one of extensions, each
+// read in both directions.
 #include "pipelab/reports/render.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "pipelab/base/error.h"
 
 namespace pipelab::reports {
 namespace {
+
+struct FormatName {
+  std::string_view name;
+  Format format;
+};
+// The first name of each format is its canonical one; later ones are aliases.
+constexpr std::array<FormatName, 6> kFormatNames{{
+    {"html", Format::Html},
+    {"md", Format::Markdown},
+    {"markdown", Format::Markdown},
+    {"csv", Format::SummaryCsv},
+    {"timeline-csv", Format::TimelineCsv},
+    {"trace", Format::Trace},
+}};
+
+// The first extension of each format is the one error messages suggest.
+constexpr std::array<FormatName, 7> kExtensions{{
+    {".html", Format::Html},
+    {".htm", Format::Html},
+    {".md", Format::Markdown},
+    {".markdown", Format::Markdown},
+    {".csv", Format::SummaryCsv},
+    {".timeline.csv", Format::TimelineCsv},
+    {".json", Format::Trace},
+}};
+
+constexpr std::array<Format, 5> kFormats{Format::Html, Format::Markdown, Format::SummaryCsv, Format::TimelineCsv,
+                                         Format::Trace};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -19,38 +49,54 @@ bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-}  // namespace
-
-std::string_view format_name(Format f) {
-  switch (f) {
-    case Format::Html: return "html";
-    case Format::Markdown: return "md";
-    case Format::SummaryCsv: return "csv";
-    case Format::TimelineCsv: return "timeline-csv";
-    case Format::Trace: return "trace";
+template <std::size_t N>
+std::string_view first_of(const std::array<FormatName, N>& table, Format f) {
+  for (const FormatName& e : table) {
+    if (e.format == f) return e.name;
   }
   return "?";
 }
 
+// "a, b, c" (or "a, b or c" with `last` " or "), "a|b|c" with `separator` "|".
+std::string canonical_list(const auto& table, std::string_view separator, std::string_view last) {
+  std::string out;
+  for (std::size_t i = 0; i < kFormats.size(); ++i) {
+    if (i > 0) out += i + 1 == kFormats.size() ? last : separator;
+    out += first_of(table, kFormats[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view format_name(Format f) { return first_of(kFormatNames, f); }
+
+std::vector<std::string> format_names() {
+  std::vector<std::string> out;
+  for (const FormatName& e : kFormatNames) out.emplace_back(e.name);
+  return out;
+}
+
 Format format_from_name(std::string_view name) {
   const std::string n = lower(name);
-  if (n == "html") return Format::Html;
-  if (n == "md" || n == "markdown") return Format::Markdown;
-  if (n == "csv") return Format::SummaryCsv;
-  if (n == "timeline-csv") return Format::TimelineCsv;
-  if (n == "trace") return Format::Trace;
-  throw InputError("unknown report format '" + std::string(name) + "'; valid formats: html, md, csv, timeline-csv, trace");
+  for (const FormatName& e : kFormatNames) {
+    if (e.name == n) return e.format;
+  }
+  throw InputError("unknown report format '" + std::string(name) +
+                   "'; valid formats: " + canonical_list(kFormatNames, ", ", ", "));
 }
 
 Format format_from_path(std::string_view path) {
+  // The longest matching extension wins: "x.timeline.csv" is a timeline, not a summary.
   const std::string p = lower(path);
-  if (ends_with(p, ".html") || ends_with(p, ".htm")) return Format::Html;
-  if (ends_with(p, ".md") || ends_with(p, ".markdown")) return Format::Markdown;
-  if (ends_with(p, ".timeline.csv")) return Format::TimelineCsv;
-  if (ends_with(p, ".csv")) return Format::SummaryCsv;
-  if (ends_with(p, ".json")) return Format::Trace;
-  throw InputError("cannot tell the report format from '" + std::string(path) +
-                   "' (use .html, .md, .csv, .timeline.csv or .json, or --format html|md|csv|timeline-csv|trace)");
+  const FormatName* match = nullptr;
+  for (const FormatName& e : kExtensions) {
+    if (ends_with(p, e.name) && (!match || e.name.size() > match->name.size())) match = &e;
+  }
+  if (match) return match->format;
+  throw InputError("cannot tell the report format from '" + std::string(path) + "' (use " +
+                   canonical_list(kExtensions, ", ", " or ") + ", or --format " +
+                   canonical_list(kFormatNames, "|", "|") + ")");
 }
 
 std::string render(const std::vector<ReportInput>& inputs, Format format) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "common.h"
+#include "table_model.h"
 #include "pipelab/reports/render.h"
 
 namespace pipelab::reports {
@@ -22,14 +22,10 @@ std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
   };
   std::vector<Block> blocks;
   std::size_t max_ranks = 0;
-  for (const ReportInput& in : inputs) {
-    for (const ScheduleResult& s : in.schedules) {
-      for (const TimelineResult& run : s.runs) {
-        blocks.push_back({&in, &s, &run});
-        max_ranks = std::max(max_ranks, run.timeline.ranks.size());
-      }
-    }
-  }
+  for_each_timeline(inputs, [&](const ReportInput& in, const ScheduleResult& s, const TimelineResult& run) {
+    blocks.push_back({&in, &s, &run});
+    max_ranks = std::max(max_ranks, run.timeline.ranks.size());
+  });
   const std::size_t stride = (max_ranks / 1000 + 1) * 1000;
   std::ostringstream os;
   os << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"pipelab report\",\"pid_stride\":" << stride

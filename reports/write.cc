@@ -1,19 +1,27 @@
 // write_report: render results and write the file (what `pipelab report` and `--report OUT` do).
 #include "pipelab/reports/write.h"
 
-#include <filesystem>
-#include <fstream>
 #include <map>
 
-#include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
 
 namespace pipelab::reports {
+namespace {
 
-void write_report(const std::vector<ReportInput>& inputs, const std::string& out_path, Format format) {
-  const std::string text = render(inputs, format);
-  write_text_file(out_path, text, "report");
+Format format_for(const std::string& format, const std::string& out_path) {
+  return format.empty() || format == "auto" ? format_from_path(out_path) : format_from_name(format);
 }
+
+// Relabels the inputs by input_labels of their names, with per-input fallbacks.
+void label(std::vector<ReportInput>& inputs, const std::vector<std::string>& fallback) {
+  std::vector<std::string> names;
+  names.reserve(inputs.size());
+  for (const ReportInput& in : inputs) names.push_back(in.name);
+  const std::vector<std::string> labels = input_labels(names, fallback);
+  for (std::size_t i = 0; i < inputs.size(); ++i) inputs[i].name = labels[i];
+}
+
+}  // namespace
 
 std::vector<std::string> input_labels(const std::vector<std::string>& preferred,
                                       const std::vector<std::string>& fallback) {
@@ -33,20 +41,24 @@ std::vector<std::string> input_labels(const std::vector<std::string>& preferred,
   return labels;
 }
 
-void write_report(const std::vector<nlohmann::json>& results, const std::string& out_path, const std::string& format,
-                  const std::vector<std::string>& names) {
-  const Format f = format.empty() || format == "auto" ? format_from_path(out_path) : format_from_name(format);
-  std::vector<std::string> preferred(results.size());
-  for (std::size_t i = 0; i < results.size() && i < names.size(); ++i) preferred[i] = names[i];
-  const std::vector<std::string> labels = input_labels(preferred);
-  std::vector<ReportInput> inputs;
-  inputs.reserve(results.size());
-  for (std::size_t i = 0; i < results.size(); ++i) inputs.push_back(load_result(results[i], labels[i]));
+void write_report(const std::vector<ReportInput>& inputs, const std::string& out_path, Format format) {
+  write_text_file(out_path, render(inputs, format), "report");
+}
+
+void write_report(std::vector<ReportInput> inputs, const std::string& out_path, const std::string& format) {
+  const Format f = format_for(format, out_path);
+  label(inputs, {});
   write_report(inputs, out_path, f);
 }
 
-void write_report(const std::vector<nlohmann::json>& results, const std::string& out_path, const std::string& format) {
-  write_report(results, out_path, format, {});
+void write_report_from_files(const std::vector<std::string>& paths, const std::string& out_path,
+                             const std::string& format) {
+  const Format f = format_for(format, out_path);
+  std::vector<ReportInput> inputs;
+  inputs.reserve(paths.size());
+  for (const std::string& path : paths) inputs.push_back(load_result_file(path));
+  label(inputs, paths);
+  write_report(inputs, out_path, f);
 }
 
 }  // namespace pipelab::reports

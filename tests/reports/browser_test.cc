@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
+#include "pipelab/base/file_io.h"
 #include "pipelab/reports/render.h"
 #include "test_support.h"
 
@@ -68,14 +68,14 @@ TEST(Browser, ChromiumRendersOneRowPerRankAndOneBoxPerAction) {
   const std::vector<ReportInput> inputs{fixture("compare_2r_4mb.json")};
   const fs::path dir = artifacts_dir();
   const fs::path html = dir / "report.html";
-  std::ofstream(html, std::ios::binary) << render_html(inputs);
+  write_text_file(html.string(), render_html(inputs), "test report");
 
   Chromium chromium;
   const auto [status, dom] =
       chromium.run("--virtual-time-budget=2000 --dump-dom file://" + html.string(), dir / "chromium-dump-dom.log");
   ASSERT_EQ(status, 0) << "chromium --dump-dom failed; see " << (dir / "chromium-dump-dom.log");
   ASSERT_FALSE(dom.empty());
-  std::ofstream(dir / "report.dom.html", std::ios::binary) << dom;
+  write_text_file((dir / "report.dom.html").string(), dom, "dumped DOM");
 
   const auto els = scan_html(dom);
   // The inline script ran (it marks <body> when done).
@@ -111,7 +111,7 @@ TEST(Browser, ChromiumRendersOneRowPerRankAndOneBoxPerAction) {
       "document.body.setAttribute('data-tip-shown',t.hidden?'no':'yes');})();</script></body>";
   probe.replace(probe.rfind("</body>"), 7, hook);
   const fs::path probe_html = dir / "report-tooltip-probe.html";
-  std::ofstream(probe_html, std::ios::binary) << probe;
+  write_text_file(probe_html.string(), probe, "test report");
   const auto [probe_status, probe_dom] =
       chromium.run("--virtual-time-budget=2000 --dump-dom file://" + probe_html.string(), dir / "chromium-tooltip.log");
   ASSERT_EQ(probe_status, 0);

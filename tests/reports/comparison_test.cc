@@ -1,13 +1,16 @@
-// The comparison table model (reports/common.h) that HTML and Markdown both print: best-value
+// The comparison table model (reports/table_model.h) that HTML and Markdown both print: best-value
 // marks (only among at least two rows that fit in memory), footer verdicts (text without the
 // OK/FAILED word, which the renderers add), the fidelity rows (computed once, a missing figure never
 // within the thresholds), the config helpers, and the input labels of write.h.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 
-#include "common.h"
+#include "config_view.h"
+#include "html.h"
+#include "table_model.h"
 #include "pipelab/reports/render.h"
 #include "pipelab/reports/write.h"
 #include "test_support.h"
@@ -100,6 +103,27 @@ TEST(BestValues, GroupedBySource) {
   EXPECT_EQ(best_marks(t), 0);
 }
 
+// The table keeps its own inputs: built from a temporary and copied, its rows still point at live
+// results. It used to point into the caller's vector (a heap-use-after-free under ASan).
+TEST(ComparisonTable, OwnsItsInputs) {
+  ComparisonTable copy;
+  {
+    const ComparisonTable t = build_comparison({load_result(compare_json(), "c"), testing::fixture("run_1f1b_2r_3mb.json")});
+    copy = t;
+  }
+  ASSERT_EQ(copy.inputs->size(), 2u);
+  ASSERT_FALSE(copy.rows.empty());
+  for (const TableRow& r : copy.rows) {
+    EXPECT_GE(r.input, copy.inputs->data());
+    EXPECT_LT(r.input, copy.inputs->data() + copy.inputs->size());
+    EXPECT_EQ(r.schedule->schedule + (r.run->source == "simulated" ? "" : " (" + r.run->source + ")"), r.label);
+  }
+  ASSERT_EQ(copy.failed.size(), 1u);
+  EXPECT_EQ(copy.failed[0].input->name, "c");
+  ASSERT_EQ(copy.fidelity.size(), 1u);
+  EXPECT_EQ(copy.fidelity[0].input->name, "run_1f1b_2r_3mb");
+}
+
 TEST(Footer, VerdictTextLeavesTheWordToTheRenderers) {
   const ReportInput compare = load_result(compare_json(), "c");
   const ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
@@ -138,11 +162,15 @@ TEST(Fidelity, ComputedOnceIntoTheTable) {
 }
 
 // load() rejects a run without its comparison figures; an input built by hand that still lacks
-// one must fail the verdict. A run without makespan_error used to count as within the thresholds.
+// one (NaN) must fail the verdict. A run without makespan_error used to count as within the thresholds.
 TEST(Fidelity, MissingFigureIsNeverWithin) {
-  for (const char* key : {"makespan_error", "bubble_predicted", "bubble_measured"}) {
+  for (double FidelityReport::*figure :
+       {&FidelityReport::makespan_error, &FidelityReport::bubble_predicted, &FidelityReport::bubble_measured}) {
     ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
-    run.schedules[0].comparison.erase(key);
+    run.schedules[0].comparison->fidelity.*figure = std::nan("");
+    const std::string key = figure == &FidelityReport::makespan_error     ? "makespan_error"
+                            : figure == &FidelityReport::bubble_predicted ? "bubble_predicted"
+                                                                          : "bubble_measured";
     const ComparisonTable t = build_comparison({run});
     ASSERT_EQ(t.fidelity.size(), 1u) << key;
     EXPECT_FALSE(t.fidelity[0].within) << key;
@@ -151,7 +179,7 @@ TEST(Fidelity, MissingFigureIsNeverWithin) {
     EXPECT_THAT(t.footer[2].text, HasSubstr("0 of 1 runs within")) << key;
   }
   ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
-  run.schedules[0].comparison = nullptr;
+  run.schedules[0].comparison.reset();
   const ComparisonTable t = build_comparison({run});
   ASSERT_EQ(t.fidelity.size(), 1u);
   EXPECT_FALSE(t.fidelity[0].within);
@@ -162,11 +190,12 @@ TEST(Fidelity, MissingFigureIsNeverWithin) {
 
 TEST(Fidelity, ThresholdsDecide) {
   ReportInput run = testing::fixture("run_1f1b_2r_3mb.json");
-  run.schedules[0].comparison["makespan_error"] = 0.051;
+  FidelityReport& f = run.schedules[0].comparison->fidelity;
+  f.makespan_error = 0.051;
   EXPECT_FALSE(build_comparison({run}).fidelity[0].within);
-  run.schedules[0].comparison["makespan_error"] = -0.05;
+  f.makespan_error = -0.05;
   EXPECT_TRUE(build_comparison({run}).fidelity[0].within);
-  run.schedules[0].comparison["bubble_measured"] = 0.2;  // predicted 0.255
+  f.bubble_measured = 0.2;  // predicted 0.255
   EXPECT_FALSE(build_comparison({run}).fidelity[0].within);
 }
 
@@ -194,13 +223,14 @@ TEST(InputLabels, OneScheme) {
 }
 
 TEST(InputLabels, WriteReportUsesThem) {
-  const json c = compare_json();
+  const ReportInput same = load_result(compare_json(), "same"), h100 = load_result(compare_json(), "h100"),
+                    unnamed = load_result(compare_json(), "");
   const std::string out = std::string(PIPELAB_BINARY_DIR) + "/test-artifacts/labels/two.csv";
-  write_report({c, c}, out, "", {"same", "same"});
+  write_report({same, same}, out, "");
   std::string text = read_text(out);
   EXPECT_THAT(text, HasSubstr("\nresult 1,compare,gpipe"));
   EXPECT_THAT(text, HasSubstr("\nresult 2,compare,gpipe"));
-  write_report({c, c}, out, "", {"h100"});
+  write_report({h100, unnamed}, out, "");
   text = read_text(out);
   EXPECT_THAT(text, HasSubstr("\nh100,compare,gpipe"));
   EXPECT_THAT(text, HasSubstr("\nresult 2,compare,gpipe"));

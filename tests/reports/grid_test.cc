@@ -2,7 +2,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "common.h"
+#include "csv.h"
+#include "format.h"
+#include "html.h"
+#include "timeline_view.h"
 #include "pipelab/base/error.h"
 #include "pipelab/reports/render.h"
 
@@ -94,6 +97,19 @@ TEST(Formats, FromPathAndName) {
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("valid formats: html, md, csv, timeline-csv, trace"));
   }
+  try {
+    format_from_path("report.txt");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("(use .html, .md, .csv, .timeline.csv or .json, or --format "
+                                               "html|md|csv|timeline-csv|trace)"));
+  }
+  EXPECT_THAT(format_names(), ::testing::ElementsAre("html", "md", "markdown", "csv", "timeline-csv", "trace"));
+}
+
+TEST(Formats, FidelityThresholdsText) {
+  EXPECT_EQ(fidelity_thresholds_text(), "|makespan error| <= 5% and |bubble predicted - measured| <= 0.02");
+  EXPECT_EQ(fidelity_thresholds_text(", "), "|makespan error| <= 5%, |bubble predicted - measured| <= 0.02");
 }
 
 }  // namespace

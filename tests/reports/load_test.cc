@@ -64,8 +64,8 @@ TEST(LoadResult, RunFixtureHasPredictedThenMeasured) {
   EXPECT_EQ(in.schedules[0].runs[0].source, "predicted");
   EXPECT_EQ(in.schedules[0].runs[1].source, "measured");
   EXPECT_TRUE(in.schedules[0].runs[1].memory.empty());
-  EXPECT_TRUE(in.schedules[0].comparison.is_object());
-  EXPECT_TRUE(in.schedules[0].gradient_check.is_object());
+  EXPECT_TRUE(in.schedules[0].comparison.has_value());
+  EXPECT_TRUE(in.schedules[0].gradient_check.has_value());
 }
 
 TEST(LoadResult, OlderAndNewerVersionsAreRejected) {
@@ -255,10 +255,10 @@ TEST(LoadResultFile, ErrorsNameThePath) {
   }
   // A non-JSON file.
   try {
-    load_result_file(data_path("make_fixtures.py"));
+    load_result_file(data_path("README.md"));
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("make_fixtures.py: not JSON"));
+    EXPECT_THAT(e.what(), HasSubstr("README.md: not JSON"));
   }
 }
 

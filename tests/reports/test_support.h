@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -13,18 +13,14 @@
 #include <tuple>
 #include <vector>
 
+#include "pipelab/base/file_io.h"
 #include "pipelab/reports/result.h"
 
 namespace pipelab::reports::testing {
 
 inline std::string data_path(const std::string& name) { return std::string(PIPELAB_TEST_DATA_DIR) + "/reports/" + name; }
 
-inline std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+inline std::string read_text(const std::string& path) { return read_text_file(path, "test file"); }
 
 inline ReportInput fixture(const std::string& name) { return load_result_file(data_path(name)); }
 
@@ -38,12 +34,12 @@ inline bool update_golden() {
 inline void expect_golden(const std::string& actual, const std::string& name) {
   const std::string path = data_path(name);
   if (update_golden()) {
-    std::ofstream(path, std::ios::binary) << actual;
+    write_text_file(path, actual, "golden file");
     std::cout << "updated " << path << "\n";
     return;
   }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in) << "missing golden file " << path << " (run with PIPELAB_UPDATE_GOLDEN=1 to create it)";
+  ASSERT_TRUE(std::filesystem::exists(path)) << "missing golden file " << path
+                                             << " (run with PIPELAB_UPDATE_GOLDEN=1 to create it)";
   EXPECT_EQ(actual, read_text(path)) << "differs from " << path
                                      << " (if the change is intended: PIPELAB_UPDATE_GOLDEN=1 ./pipelab_reports_tests)";
 }

@@ -25,6 +25,9 @@ std::string_view format_name(Format f);
 /// Accepts the names above and "markdown". Throws InputError listing the valid names.
 Format format_from_name(std::string_view name);
 
+/// Every name format_from_name accepts, canonical names and aliases (for a flag's check).
+std::vector<std::string> format_names();
+
 /// From the extension, case-insensitive: .html/.htm, .md/.markdown, .timeline.csv (before .csv),
 /// .csv, .json (a trace). Throws InputError for anything else, suggesting --format.
 Format format_from_path(std::string_view path);
@@ -51,7 +54,18 @@ std::string render_timeline_csv(const std::vector<ReportInput>& inputs);
 /// reduction).
 std::string render_chrome_trace(const std::vector<ReportInput>& inputs);
 
+/// The terminal summary of `simulate` and `compare`, nccl-tests style: a header and a units row, a
+/// line per timeline (a failed schedule's error where it was asked for), then the best fitting
+/// schedule by tokens/s/GPU as the reports mark it (none when fewer than two fit) and the memory
+/// verdict.
+std::string render_summary_text(const std::vector<ReportInput>& inputs);
+
 /// Dispatches on the format.
 std::string render(const std::vector<ReportInput>& inputs, Format format);
+
+/// The fidelity thresholds (kFidelityThresholds in pipelab/schedules/metrics.h) as report text,
+/// the clauses joined by `separator`: "|makespan error| <= 5%" + separator +
+/// "|bubble predicted - measured| <= 0.02". Every renderer and `pipelab run` print this.
+std::string fidelity_thresholds_text(std::string_view separator = " and ");
 
 }  // namespace pipelab::reports

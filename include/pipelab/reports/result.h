@@ -1,20 +1,27 @@
-// Result JSON (docs/formats.md, "Result JSON"), loaded and checked for the renderers. The loader
-// never recomputes a metric: it reads the numbers the simulator or runtime wrote, and rejects input
-// that is not a result of a version this build reads, naming the offending field.
+// Result JSON (docs/formats.md, "Result JSON"): the one home of its schema. The typed structs below
+// describe every key; to_json writes a result file and load_result reads one back, so a producer
+// (simulate, compare, run) and the renderers cannot disagree. The loader never recomputes a
+// metric: it checks the numbers the simulator or runtime wrote and rejects input that is not a
+// result of a version this build reads, naming the offending field.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "pipelab/schedules/metrics.h"
 #include "pipelab/schedules/timeline.h"
 
 namespace pipelab::reports {
 
-/// The result format version this build reads (and the only one it accepts).
+/// The `format` of every result file.
+inline constexpr std::string_view kResultFormat = "pipelab.result";
+/// The result format version this build writes and reads (the only one it accepts).
 inline constexpr int kResultVersion = 1;
 
 /// `summary` of a result: the iteration's metrics as the producer computed them (docs/metrics.md).
@@ -33,6 +40,15 @@ struct Summary {
 
   /// Largest entry of peak_memory_bytes (0 when empty): a selection, not a computation.
   std::int64_t max_peak_memory_bytes() const;
+  bool operator==(const Summary&) const = default;
+};
+
+/// The parts of a rank's static memory (simulated results; the memory model's split).
+struct StaticMemoryParts {
+  std::int64_t params_bytes = 0;
+  std::int64_t grads_bytes = 0;
+  std::int64_t optimizer_bytes = 0;
+  bool operator==(const StaticMemoryParts&) const = default;
 };
 
 /// One entry of `ranks`.
@@ -42,15 +58,19 @@ struct RankRow {
   std::int64_t idle_ns = 0;
   std::int64_t comm_ns = 0;
   std::int64_t exposed_comm_ns = 0;
-  std::int64_t static_memory_bytes = 0;
+  double flops = 0;                        // the rank's compute FLOPs (0 when the file has none)
+  std::int64_t static_memory_bytes = 0;    // the memory columns are 0 when the file has none
   std::int64_t peak_activation_bytes = 0;
   std::int64_t peak_memory_bytes = 0;
+  std::optional<StaticMemoryParts> static_parts;  // simulated results only
+  bool operator==(const RankRow&) const = default;
 };
 
 /// One entry of `memory`: a step function of the rank's total memory over time.
 struct MemorySeries {
   int rank = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> samples;  // (time_ns, bytes), time ascending
+  bool operator==(const MemorySeries&) const = default;
 };
 
 /// One timeline and its metrics: a simulation, or one side (predicted or measured) of a run.
@@ -59,32 +79,64 @@ struct TimelineResult {
   Summary summary;
   std::vector<RankRow> ranks;         // empty when the producer wrote none
   Timeline timeline;
-  std::vector<MemorySeries> memory;   // empty when the producer wrote none
+  std::vector<MemorySeries> memory;   // empty when the producer wrote none (written only when not)
+  bool operator==(const TimelineResult&) const = default;
+};
+
+/// `comparison` of a run result: the predicted-vs-measured figures (compare_timelines) and the
+/// measured iterations the reported one was picked from. The verdict's three figures are required;
+/// a percentile the file does not state reads as NaN and is not written back.
+struct RunComparison {
+  FidelityReport fidelity;
+  std::vector<std::int64_t> measured_makespans_ns;  // every measured iteration
+  std::int64_t median_iteration = 0;                // index of the reported (median) one
+  bool operator==(const RunComparison&) const = default;
+};
+
+/// `gradient_check` of a run result (with --check-gradients).
+struct GradientCheckResult {
+  double max_rel_error = 0;  // infinity (JSON null) when a part or tensor was missing
+  bool passed = false;
+  double tolerance = 0;
+  std::string worst;         // the tensor with the largest error
+  bool operator==(const GradientCheckResult&) const = default;
 };
 
 /// One schedule of a result: its timelines, or the error that kept it from running.
 struct ScheduleResult {
   std::string schedule;
   std::string error;                  // non-empty: the configuration breaks this schedule
+  int vp = 0;                         // compare entries: chunks per rank as simulated
+  std::vector<std::string> warnings;  // compare entries: the layout's warnings
   std::vector<TimelineResult> runs;   // simulate/compare: one; run: predicted, then measured
-  nlohmann::json comparison;          // run only: the producer's predicted-vs-measured figures, with
-                                      // numeric makespan_error, bubble_predicted, bubble_measured
-                                      // (load_result checks them); null for other kinds
-  nlohmann::json gradient_check;      // run only, optional (or null)
+  std::optional<RunComparison> comparison;            // run only
+  std::optional<GradientCheckResult> gradient_check;  // run only, optional
 
   bool failed() const { return !error.empty(); }
+  bool operator==(const ScheduleResult&) const = default;
 };
 
 /// One result file, ready to render.
 struct ReportInput {
-  std::string name;       // label in tables and charts (the file's stem for files)
+  std::string name;       // label in tables and charts (the file's stem for files); not written
   std::string kind;       // "simulate", "compare" or "run"
-  nlohmann::json config;  // the resolved configuration, as written
+  nlohmann::json config;  // the resolved configuration, as written; config.schedule names the
+                          // schedule of simulate and run results
   std::vector<ScheduleResult> schedules;
+  bool operator==(const ReportInput&) const = default;
 };
 
-/// Checks and converts a parsed result. Throws InputError naming `name` and the field (e.g.
-/// `h100.json: results[2].summary: missing field "bubble_ratio"`, or
+/// The result file of `result` (every key of the schema; the name is not part of it). Keys come
+/// out sorted, numbers as nlohmann::json prints them. Throws InputError for an unknown kind, or a
+/// simulate/run result without exactly one schedule.
+nlohmann::json to_json(const ReportInput& result);
+
+/// Writes to_json(result) to `path` (one space of indent, a final newline), creating its parent
+/// directories. Throws InputError when it cannot.
+void write_result_file(const std::string& path, const ReportInput& result);
+
+/// Checks and converts a parsed result: the inverse of to_json. Throws InputError naming `name`
+/// and the field (e.g. `h100.json: results[2].summary: missing field "bubble_ratio"`, or
 /// `old.json: unsupported result version 0; this build reads 1`).
 ReportInput load_result(const nlohmann::json& j, const std::string& name);
 

@@ -1,11 +1,9 @@
-// Writing a report file from results: what `pipelab report` does, and what `simulate`, `compare`
-// and `run` call for their `--report OUT` flag with the result JSON they hold in memory.
+// Writing a report file from results: what `pipelab report` does with result files, and what
+// `simulate`, `compare` and `run` do for their `--report OUT` flag with the result they hold.
 #pragma once
 
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "pipelab/reports/render.h"
 #include "pipelab/reports/result.h"
@@ -20,21 +18,21 @@ namespace pipelab::reports {
 std::vector<std::string> input_labels(const std::vector<std::string>& preferred,
                                       const std::vector<std::string>& fallback = {});
 
-/// Checks each result (load_result), renders them side by side and writes `out_path`, creating its
-/// parent directories. `format` is a name accepted by format_from_name, or "" / "auto" to take it
-/// from the extension of `out_path`. The results are labelled by input_labels with no preferred
-/// names: "result" (one) or "result 1", "result 2", ... Throws InputError on bad results, an unknown format, or a path that cannot be
-/// written. Its type is `void(const std::vector<nlohmann::json>&, const std::string&, const
-/// std::string&)`, so it can be stored in a plain function pointer.
-void write_report(const std::vector<nlohmann::json>& results, const std::string& out_path,
-                  const std::string& format = "");
+/// Renders results side by side and writes `out_path`, creating its parent directories. `format` is
+/// a name accepted by format_from_name, or "" / "auto" to take it from the extension of `out_path`.
+/// Each input is labelled by input_labels of the inputs' names (an empty or repeated name becomes
+/// "result", or "result 1", "result 2", ...). Throws InputError on an unknown format or a path that
+/// cannot be written.
+void write_report(std::vector<ReportInput> inputs, const std::string& out_path, const std::string& format = "");
 
-/// As above, with a preferred label per result (input_labels: an empty, missing or repeated name
-/// falls back to "result N").
-void write_report(const std::vector<nlohmann::json>& results, const std::string& out_path,
-                  const std::string& format, const std::vector<std::string>& names);
-
-/// Renders loaded inputs in `format` and writes `out_path` (parent directories created).
+/// Renders inputs, labelled as they are, in `format` and writes `out_path` (parent directories
+/// created).
 void write_report(const std::vector<ReportInput>& inputs, const std::string& out_path, Format format);
+
+/// `pipelab report`: loads result files (load_result_file), labels them by file stem, or by path
+/// where stems repeat (a/result.json, b/result.json), and writes the report as write_report does.
+/// Throws InputError naming the file for an unreadable or invalid result.
+void write_report_from_files(const std::vector<std::string>& paths, const std::string& out_path,
+                             const std::string& format = "");
 
 }  // namespace pipelab::reports

@@ -2,6 +2,7 @@
 // (runtime) timelines alike, so the two are computed identically. Definitions: docs/metrics.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -35,5 +36,42 @@ struct Throughput {
 
 Throughput compute_throughput(std::int64_t iteration_ns, double model_flops, std::int64_t tokens, std::int64_t gpus,
                               double peak_tflops);
+
+/// How close a prediction must come to a measurement (docs/metrics.md, "Predicted vs measured").
+/// The verdict (within_fidelity) judges the makespan error and the bubble difference; the compute
+/// time ratio only warns: a rank far from its profile ran on a busier or faster machine.
+struct FidelityThresholds {
+  double makespan_error = 0.05;      // |predicted / measured - 1|
+  double bubble_difference = 0.02;   // |bubble predicted - bubble measured| (fractions)
+  double compute_time_ratio = 0.03;  // |a rank's median measured / predicted action time - 1|
+};
+inline constexpr FidelityThresholds kFidelityThresholds{};
+
+/// Predicted against measured: one iteration of the same lowered schedule, simulated and executed.
+struct FidelityReport {
+  std::int64_t makespan_predicted_ns = 0;
+  std::int64_t makespan_measured_ns = 0;
+  double makespan_error = 0;     // predicted / measured - 1, signed; 0 when nothing was measured
+  double bubble_predicted = 0;
+  double bubble_measured = 0;
+  double action_error_p50 = 0;   // over compute actions matched by (rank, action): predicted / measured
+  double action_error_p90 = 0;   //   duration - 1, signed; 0 when no action matched
+  std::size_t actions_compared = 0;
+  std::vector<double> compute_time_ratio;  // per measured rank: median measured / predicted action time
+
+  bool operator==(const FidelityReport&) const = default;
+};
+
+/// Compares two timelines of the same schedule; both go through compute_metrics.
+FidelityReport compare_timelines(const Timeline& predicted, const Timeline& measured);
+
+/// The fidelity verdict: every figure finite and within the thresholds (a NaN never is).
+bool within_fidelity(double makespan_error, double bubble_predicted, double bubble_measured,
+                     const FidelityThresholds& thresholds = kFidelityThresholds);
+bool within_fidelity(const FidelityReport& report, const FidelityThresholds& thresholds = kFidelityThresholds);
+
+/// Ranks whose compute time ratio is more than thresholds.compute_time_ratio away from 1.
+std::vector<std::size_t> ranks_off_profile(const FidelityReport& report,
+                                           const FidelityThresholds& thresholds = kFidelityThresholds);
 
 }  // namespace pipelab

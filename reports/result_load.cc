@@ -1,16 +1,19 @@
-// Loading result JSON (docs/formats.md): checks the format, version, kind and every field the
-// renderers read, and reports the first problem with its path (`results[1].summary.mfu`).
+// Reading result JSON (docs/formats.md), the inverse of to_json (result_write.cc): checks the
+// format, version, kind and every field, and reports the first problem with its path
+// (`results[1].summary.mfu`). Keys older files or hand-made inputs may lack get the defaults of
+// result.h; to_json writes them all.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
-#include <fstream>
-#include <sstream>
+#include <type_traits>
+#include <variant>
 
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
 #include "pipelab/reports/result.h"
+#include "result_fields.h"
 
 namespace pipelab::reports {
 namespace {
@@ -76,24 +79,51 @@ std::string get_string(const json& obj, const char* key, const Where& w) {
   return v.get<std::string>();
 }
 
+// Optional fields: the default when the key is absent, else checked as the required readers do.
+std::int64_t optional_int(const json& obj, const char* key, const Where& w, std::int64_t fallback = 0) {
+  return obj.contains(key) ? get_int(obj, key, w) : fallback;
+}
+
+double optional_number(const json& obj, const char* key, const Where& w, double fallback) {
+  return obj.contains(key) ? get_number(obj, key, w) : fallback;
+}
+
+std::vector<std::int64_t> int_array(const json& obj, const char* key, const Where& w) {
+  std::vector<std::int64_t> out;
+  if (!obj.contains(key)) return out;
+  const json& a = obj[key];
+  if (!a.is_array()) w.at(key).fail("must be an array of integers");
+  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(as_int64(a[i], w.at(key).index(i)));
+  return out;
+}
+
+// Reads every field of `fields` from `obj` into `out`.
+template <class T, std::size_t N>
+void read_fields(const json& obj, const std::array<detail::Field<T>, N>& fields, T& out, const Where& w) {
+  for (const detail::Field<T>& f : fields) {
+    if (!f.required && !obj.contains(f.key)) continue;
+    std::visit(
+        [&](auto member) {
+          using Value = std::remove_reference_t<decltype(out.*member)>;
+          if constexpr (std::is_same_v<Value, bool>) {
+            out.*member = get_bool(obj, f.key, w);
+          } else if constexpr (std::is_same_v<Value, double>) {
+            out.*member = get_number(obj, f.key, w);
+          } else if constexpr (std::is_same_v<Value, std::vector<std::int64_t>>) {
+            field(obj, f.key, w);  // present (a required field), then read as an array
+            out.*member = int_array(obj, f.key, w);
+          } else {
+            out.*member = static_cast<Value>(get_int(obj, f.key, w));
+          }
+        },
+        f.member);
+  }
+}
+
 Summary read_summary(const json& j, const Where& w) {
   if (!j.is_object()) w.fail("expected an object");
   Summary s;
-  s.makespan_ns = get_int(j, "makespan_ns", w);
-  s.bubble_ratio = get_number(j, "bubble_ratio", w);
-  s.tflops_per_gpu = get_number(j, "tflops_per_gpu", w);
-  s.mfu = get_number(j, "mfu", w);
-  s.tokens_per_s_per_gpu = get_number(j, "tokens_per_s_per_gpu", w);
-  const json& peaks = field(j, "peak_memory_bytes", w);
-  if (!peaks.is_array()) w.at("peak_memory_bytes").fail("must be an array of integers (one per rank)");
-  for (std::size_t i = 0; i < peaks.size(); ++i) {
-    s.peak_memory_bytes.push_back(as_int64(peaks[i], w.at("peak_memory_bytes").index(i)));
-  }
-  s.exposed_comm_ns = get_int(j, "exposed_comm_ns", w);
-  s.memory_capacity_bytes = get_int(j, "memory_capacity_bytes", w);
-  s.oom = get_bool(j, "oom", w);
-  s.model_flops = get_number(j, "model_flops", w);
-  s.tokens_per_iteration = get_int(j, "tokens_per_iteration", w);
+  read_fields(j, detail::kSummaryFields, s, w);
   if (s.makespan_ns < 0) w.at("makespan_ns").fail("must not be negative");
   return s;
 }
@@ -104,15 +134,11 @@ std::vector<RankRow> read_ranks(const json& j, const Where& w) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     const Where e = w.index(i);
     RankRow r;
-    r.rank = static_cast<int>(get_int(j[i], "rank", e));
-    r.busy_ns = get_int(j[i], "busy_ns", e);
-    r.idle_ns = get_int(j[i], "idle_ns", e);
-    r.comm_ns = get_int(j[i], "comm_ns", e);
-    r.exposed_comm_ns = get_int(j[i], "exposed_comm_ns", e);
-    // Memory columns are absent from measured runs on backends that do not track memory.
-    if (j[i].contains("static_memory_bytes")) r.static_memory_bytes = get_int(j[i], "static_memory_bytes", e);
-    if (j[i].contains("peak_activation_bytes")) r.peak_activation_bytes = get_int(j[i], "peak_activation_bytes", e);
-    if (j[i].contains("peak_memory_bytes")) r.peak_memory_bytes = get_int(j[i], "peak_memory_bytes", e);
+    if (!j[i].is_object()) e.fail("expected an object");
+    read_fields(j[i], detail::kRankFields, r, e);
+    if (j[i].contains(detail::kStaticPartsFields[0].key)) {
+      read_fields(j[i], detail::kStaticPartsFields, r.static_parts.emplace(), e);
+    }
     out.push_back(r);
   }
   return out;
@@ -161,6 +187,64 @@ std::string schedule_name(const json& config, const Where& w) {
   return get_string(config, "schedule", w.at("config"));
 }
 
+std::vector<std::string> string_array(const json& obj, const char* key, const Where& w) {
+  std::vector<std::string> out;
+  if (!obj.contains(key)) return out;
+  const json& a = obj[key];
+  if (!a.is_array()) w.at(key).fail("must be an array of strings");
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!a[i].is_string()) w.at(key).index(i).fail("must be a string");
+    out.push_back(a[i].get<std::string>());
+  }
+  return out;
+}
+
+// The fidelity verdict reads makespan_error and both bubbles: a run without them cannot be judged,
+// so it is rejected here rather than counted as within the thresholds.
+RunComparison read_comparison(const json& c, const Where& w) {
+  if (!c.is_object()) w.fail("must be an object");
+  auto finite = [&](const char* key) {
+    const double v = get_number(c, key, w);
+    if (!std::isfinite(v)) w.at(key).fail("must be a finite number");
+    return v;
+  };
+  RunComparison out;
+  FidelityReport& f = out.fidelity;
+  f.makespan_error = finite("makespan_error");
+  f.bubble_predicted = finite("bubble_predicted");
+  f.bubble_measured = finite("bubble_measured");
+  const double kNotStated = std::numeric_limits<double>::quiet_NaN();
+  f.action_error_p50 = optional_number(c, "action_error_p50", w, kNotStated);
+  f.action_error_p90 = optional_number(c, "action_error_p90", w, kNotStated);
+  f.actions_compared = static_cast<std::size_t>(std::max<std::int64_t>(0, optional_int(c, "actions_compared", w)));
+  if (c.contains("compute_time_ratio")) {
+    const json& ratios = c["compute_time_ratio"];
+    if (!ratios.is_array()) w.at("compute_time_ratio").fail("must be an array of numbers (one per rank)");
+    for (std::size_t i = 0; i < ratios.size(); ++i) {
+      if (!ratios[i].is_number()) w.at("compute_time_ratio").index(i).fail("must be a number");
+      f.compute_time_ratio.push_back(ratios[i].get<double>());
+    }
+  }
+  f.makespan_predicted_ns = optional_int(c, "makespan_predicted_ns", w);
+  f.makespan_measured_ns = optional_int(c, "makespan_measured_ns", w);
+  out.measured_makespans_ns = int_array(c, "measured_makespans_ns", w);
+  out.median_iteration = optional_int(c, "median_iteration", w);
+  return out;
+}
+
+GradientCheckResult read_gradient_check(const json& g, const Where& w) {
+  if (!g.is_object()) w.fail("must be an object");
+  GradientCheckResult out;
+  out.passed = get_bool(g, "passed", w);
+  // JSON has no infinity: a check that found a part missing wrote null.
+  const json& error = field(g, "max_rel_error", w);
+  if (!error.is_number() && !error.is_null()) w.at("max_rel_error").fail("must be a number (or null)");
+  out.max_rel_error = error.is_null() ? std::numeric_limits<double>::infinity() : error.get<double>();
+  out.tolerance = optional_number(g, "tolerance", w, 0);
+  if (g.contains("worst")) out.worst = get_string(g, "worst", w);
+  return out;
+}
+
 }  // namespace
 
 std::int64_t Summary::max_peak_memory_bytes() const {
@@ -172,10 +256,13 @@ namespace {
 // `label` names the input in errors (the path for files), `name` in tables.
 ReportInput load(const json& j, const std::string& name, const std::string& label) {
   const Where top{label, ""};
-  if (!j.is_object()) top.fail("not a pipelab result: expected a JSON object with \"format\": \"pipelab.result\"");
+  if (!j.is_object()) {
+    top.fail("not a pipelab result: expected a JSON object with \"format\": \"" + std::string(kResultFormat) + "\"");
+  }
   if (!j.contains("format")) top.fail("missing field \"format\" (not a pipelab result file?)");
-  if (!j["format"].is_string() || j["format"].get<std::string>() != "pipelab.result") {
-    top.fail("field \"format\" is " + j["format"].dump() + ", expected \"pipelab.result\" (not a result file)");
+  if (!j["format"].is_string() || j["format"].get<std::string>() != kResultFormat) {
+    top.fail("field \"format\" is " + j["format"].dump() + ", expected \"" + std::string(kResultFormat) +
+             "\" (not a result file)");
   }
   if (!j.contains("version")) top.fail("missing field \"version\"");
   if (!j["version"].is_number_integer()) top.fail("field \"version\" must be an integer");
@@ -206,6 +293,8 @@ ReportInput load(const json& j, const std::string& name, const std::string& labe
       } else {
         if (!results[i].contains("summary")) e.fail("missing field \"summary\" (or \"error\" for a failed schedule)");
         s.runs.push_back(read_timeline_result(results[i], e, "simulated"));
+        s.vp = static_cast<int>(optional_int(results[i], "vp", e));
+        s.warnings = string_array(results[i], "warnings", e);
       }
       in.schedules.push_back(std::move(s));
     }
@@ -214,18 +303,8 @@ ReportInput load(const json& j, const std::string& name, const std::string& labe
     s.schedule = schedule_name(in.config, top);
     s.runs.push_back(read_timeline_result(field(j, "predicted", top), top.at("predicted"), "predicted"));
     s.runs.push_back(read_timeline_result(field(j, "measured", top), top.at("measured"), "measured"));
-    // The fidelity verdict reads these three: a run without them cannot be judged, so it is rejected
-    // here rather than counted as within the thresholds.
-    s.comparison = field(j, "comparison", top);
-    const Where cmp = top.at("comparison");
-    if (!s.comparison.is_object()) cmp.fail("must be an object");
-    for (const char* key : {"makespan_error", "bubble_predicted", "bubble_measured"}) {
-      if (!std::isfinite(get_number(s.comparison, key, cmp))) cmp.at(key).fail("must be a finite number");
-    }
-    if (j.contains("gradient_check")) {
-      s.gradient_check = j["gradient_check"];
-      if (!s.gradient_check.is_object()) top.at("gradient_check").fail("must be an object");
-    }
+    s.comparison = read_comparison(field(j, "comparison", top), top.at("comparison"));
+    if (j.contains("gradient_check")) s.gradient_check = read_gradient_check(j["gradient_check"], top.at("gradient_check"));
     in.schedules.push_back(std::move(s));
   } else {
     top.fail("field \"kind\" is \"" + in.kind + "\"; this build renders simulate, compare and run results");

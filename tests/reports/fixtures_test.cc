@@ -1,0 +1,214 @@
+// The result fixtures of tests/data/reports, written by pipelab itself, and the round trips of the
+// schema: load_result(to_json(x)) == x and to_json(load_result(j)) == j for each kind.
+//
+// Each fixture is a small uniform-cost simulation (PP=2; F 10 ms, B 20 ms, I 12 ms, W 8 ms, a P2P
+// transfer 0.2 ms, a DP gradient reduction 3 ms; 2 GiB of activations per microbatch and stage, of
+// which I frees half; 10 GiB static per rank on a 16 GiB GPU) by the simulator's engine, turned
+// into a result by make_timeline_result and compare_timelines and written by write_result_file.
+// The run fixture's "measured" side is the same schedule simulated with slower compute. The
+// configuration is hand-sized: renderers never recompute, so it only has to be plausible.
+//
+// A fixture that differs from what pipelab writes now fails here; PIPELAB_UPDATE_GOLDEN=1 rewrites
+// the fixtures (then run the tests again with it to rewrite the goldens rendered from them).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "pipelab/base/error.h"
+#include "pipelab/reports/result.h"
+#include "pipelab/reports/timeline_result.h"
+#include "pipelab/schedules/lowering.h"
+#include "pipelab/schedules/registry.h"
+#include "pipelab/sim/engine.h"
+#include "test_support.h"
+
+namespace pipelab::reports {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+struct OpTimes {
+  std::int64_t f_ns, b_ns, i_ns, w_ns;
+};
+constexpr OpTimes kPredicted{10 * kMs, 20 * kMs, 12 * kMs, 8 * kMs};
+constexpr OpTimes kMeasured{10'310'000, 20'870'000, 12'400'000, 8'200'000};  // each op a little slower
+
+class FixtureCost : public sim::CostModel {
+ public:
+  explicit FixtureCost(OpTimes t) : t_(t) {}
+  std::int64_t duration_ns(int, const Action& a) const override {
+    switch (a.op) {
+      case Op::F: return t_.f_ns;
+      case Op::B: return t_.b_ns;
+      case Op::I: return t_.i_ns;
+      case Op::W: return t_.w_ns;
+      default: return 0;
+    }
+  }
+  std::int64_t p2p_ns(std::int64_t, int, int) const override { return kMs / 5; }
+  std::int64_t boundary_bytes(int) const override { return 64 << 20; }
+  double flops(const Action& a) const override { return a.op == Op::B ? 1.6e13 : 8e12; }
+  std::int64_t reduce_grad_bytes(int) const override { return kGiB; }
+  std::int64_t reduce_grad_ns(int, int) const override { return 3 * kMs; }
+
+ private:
+  OpTimes t_;
+};
+
+json fixture_config(int microbatches) {
+  return {{"model", {{"name", "gpt-tiny"}, {"num_layers", 4}, {"hidden_size", 1024}}},
+          {"gpu",
+           {{"name", "h100-sxm"}, {"peak_bf16_tflops", 989.4}, {"peak_fp8_tflops", 1978.9}, {"hbm_bytes", 85899345920}}},
+          {"parallel",
+           {{"tp", 1}, {"pp", 2}, {"vp", 1}, {"cp", 1}, {"ep", 1}, {"dp", 4}, {"gpus", 8}, {"mbs", 1},
+            {"gbs", 4 * microbatches}, {"seq_length", 2048}, {"microbatches", microbatches},
+            {"sequence_parallel", false}, {"recompute", "none"}, {"distributed_optimizer", true},
+            {"precision", "bf16"}, {"stage_layers", {2, 2}}}},
+          {"cost_model", "uniform"},
+          {"warnings", {"pp=2 with vp=1: interleaving (vp>1) divides the pipeline bubble (pp-1)/m by vp"}}};
+}
+
+struct Simulated {
+  sim::SimResult result;
+  TimelineResult timeline;
+};
+
+// One schedule simulated at PP=2, as a TimelineResult of `source` (8 GPUs at 989.4 TFLOPS peak).
+Simulated simulate(const std::string& schedule, int microbatches, OpTimes times, bool reduce_grad,
+                   const std::string& source) {
+  Schedule lowered = add_send_recv(make_schedule(schedule, {.pp = 2, .vp = 0, .microbatches = microbatches, .group_size = 0}));
+  if (reduce_grad) lowered = add_reduce_grad(lowered);
+  sim::SimOptions options;
+  options.activations.assign(static_cast<std::size_t>(lowered.shape.stages), sim::StageActivation{2 * kGiB, kGiB, 0});
+  Simulated out{.result = sim::simulate(lowered, FixtureCost(times), options)};
+  TimelineFacts facts{.source = source,
+                      .timeline = out.result.timeline,
+                      .static_memory_bytes = {10 * kGiB, 10 * kGiB},
+                      .peak_activation_bytes = out.result.peak_activation_bytes,
+                      .memory_capacity_bytes = 16 * kGiB,
+                      .model_flops = 4e14,
+                      .tokens_per_iteration = 32768};
+  // As pipelab writes them: the static-memory parts of simulated timelines, no memory series for a
+  // measured one.
+  if (source == "simulated") facts.static_parts.assign(2, StaticMemoryParts{2 * kGiB, 4 * kGiB, 4 * kGiB});
+  if (source != "measured") {
+    for (const auto& rank : out.result.memory) {
+      auto& steps = facts.activation_steps.emplace_back();
+      for (const sim::MemorySample& s : rank) steps.emplace_back(s.time_ns, s.bytes);
+    }
+  }
+  const TimelineMetrics metrics = compute_metrics(facts.timeline);
+  const Throughput throughput = compute_throughput(metrics.makespan_ns, facts.model_flops, facts.tokens_per_iteration, 8, 989.4);
+  out.timeline = make_timeline_result(std::move(facts), metrics, throughput);
+  return out;
+}
+
+ReportInput simulate_fixture() {
+  ReportInput in{.name = "simulate_1f1b_2r_3mb", .kind = "simulate", .config = fixture_config(3)};
+  in.config["schedule"] = "1f1b";
+  in.schedules.push_back({.schedule = "1f1b"});
+  in.schedules[0].runs.push_back(simulate("1f1b", 3, kPredicted, /*reduce_grad=*/true, "simulated").timeline);
+  return in;
+}
+
+ReportInput compare_fixture() {
+  ReportInput in{.name = "compare_2r_4mb", .kind = "compare", .config = fixture_config(4)};
+  in.config["schedules"] = {"gpipe", "1f1b", "zb-h1", "dualpipe"};
+  for (const char* name : {"gpipe", "1f1b", "zb-h1"}) {  // gpipe holds all four microbatches: out of memory
+    ScheduleResult s{.schedule = name, .vp = 1, .warnings = in.config["warnings"]};
+    s.runs.push_back(simulate(name, 4, kPredicted, /*reduce_grad=*/false, "simulated").timeline);
+    in.schedules.push_back(std::move(s));
+  }
+  in.schedules.push_back({.schedule = "dualpipe", .error = "dualpipe needs microbatches >= 2*pp = 4 per chain pair, got 2"});
+  return in;
+}
+
+ReportInput run_fixture() {
+  ReportInput in{.name = "run_1f1b_2r_3mb", .kind = "run", .config = fixture_config(3)};
+  in.config["schedule"] = "1f1b";
+  in.config["backend"] = "cpu";
+  in.config["transport"] = "inproc";
+  const Simulated predicted = simulate("1f1b", 3, kPredicted, false, "predicted");
+  const Simulated measured = simulate("1f1b", 3, kMeasured, false, "measured");
+  ScheduleResult s{.schedule = "1f1b", .runs = {predicted.timeline, measured.timeline}};
+  s.comparison = RunComparison{.fidelity = compare_timelines(predicted.result.timeline, measured.result.timeline),
+                               .measured_makespans_ns = {measured.result.timeline.makespan_ns()},
+                               .median_iteration = 0};
+  s.gradient_check = GradientCheckResult{3.2e-07, true, 1e-05, "part 0 layer 0 w_qkv"};
+  in.schedules.push_back(std::move(s));
+  return in;
+}
+
+struct Fixture {
+  const char* file;
+  ReportInput (*make)();
+};
+constexpr Fixture kFixtures[] = {{"simulate_1f1b_2r_3mb.json", simulate_fixture},
+                                 {"compare_2r_4mb.json", compare_fixture},
+                                 {"run_1f1b_2r_3mb.json", run_fixture}};
+
+class ResultFixture : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(ResultFixture, IsWhatPipelabWrites) {
+  const Fixture& f = GetParam();
+  const std::string path = testing::data_path(f.file);
+  if (testing::update_golden()) {
+    write_result_file(path, f.make());
+    std::cout << "updated " << path << "\n";
+    return;
+  }
+  const std::string written = std::string(PIPELAB_BINARY_DIR) + "/test-artifacts/fixtures/" + f.file;
+  write_result_file(written, f.make());
+  EXPECT_EQ(testing::read_text(written), testing::read_text(path))
+      << path << " is not what pipelab writes now (if intended: PIPELAB_UPDATE_GOLDEN=1 ./pipelab_reports_tests)";
+}
+
+TEST_P(ResultFixture, StructsRoundTrip) {
+  const ReportInput x = GetParam().make();
+  EXPECT_EQ(load_result(to_json(x), x.name), x);
+}
+
+TEST_P(ResultFixture, FilesRoundTrip) {
+  const Fixture& f = GetParam();
+  const json j = json::parse(testing::read_text(testing::data_path(f.file)));
+  EXPECT_EQ(to_json(load_result(j, "fixture")), j);
+  EXPECT_EQ(to_json(load_result(j, "fixture")).dump(1) + "\n", testing::read_text(testing::data_path(f.file)));
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, ResultFixture, ::testing::ValuesIn(kFixtures),
+                         [](const ::testing::TestParamInfo<Fixture>& info) {
+                           return std::string(info.param.file).substr(0, std::string(info.param.file).find('_'));
+                         });
+
+// The writer refuses what the loader could not read back.
+TEST(ToJson, RejectsShapesTheSchemaHasNot) {
+  ReportInput in = simulate_fixture();
+  in.kind = "plan";
+  EXPECT_THROW(to_json(in), InputError);
+  in = simulate_fixture();
+  in.schedules.push_back(in.schedules[0]);
+  EXPECT_THROW(to_json(in), InputError);
+  in = run_fixture();
+  in.schedules[0].comparison.reset();
+  EXPECT_THROW(to_json(in), InputError);
+  in = run_fixture();
+  in.schedules[0].runs[1].source = "simulated";
+  EXPECT_THROW(to_json(in), InputError);
+}
+
+// A percentile the file does not state stays unstated; a gradient check's infinity is JSON null.
+TEST(ToJson, KeepsWhatTheFileDidNotState) {
+  json j = to_json(run_fixture());
+  j["comparison"].erase("action_error_p50");
+  j["gradient_check"]["max_rel_error"] = nullptr;
+  const ReportInput in = load_result(j, "r");
+  EXPECT_TRUE(std::isnan(in.schedules[0].comparison->fidelity.action_error_p50));
+  EXPECT_TRUE(std::isinf(in.schedules[0].gradient_check->max_rel_error));
+  EXPECT_EQ(to_json(in).dump(), j.dump());
+}
+
+}  // namespace
+}  // namespace pipelab::reports

@@ -1,0 +1,55 @@
+// The terminal summary of simulate and compare (reports/summary_text.cc): printed from the
+// comparison table, so its best schedule is the table's best tokens/s/GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "pipelab/reports/render.h"
+#include "table_model.h"
+#include "test_support.h"
+
+namespace pipelab::reports {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(SummaryText, RowsInScheduleOrderAndTheTablesBest) {
+  const ReportInput compare = testing::fixture("compare_2r_4mb.json");
+  const std::string text = render_summary_text({compare});
+  const detail::ComparisonTable t = detail::build_comparison({compare});
+  const detail::TableRow* best = nullptr;
+  for (const detail::TableRow& r : t.rows) {
+    if (r.best[detail::kTokens] && !best) best = &r;
+  }
+  ASSERT_NE(best, nullptr);
+  EXPECT_THAT(text, HasSubstr("# best fitting schedule: " + best->label + " ("));
+  // One line per schedule, the failed one where it was asked for.
+  std::vector<std::string> order;
+  for (const ScheduleResult& s : compare.schedules) order.push_back("  " + s.schedule + " ");
+  std::size_t at = 0;
+  for (const std::string& s : order) {
+    const std::size_t found = text.find(s, at);
+    ASSERT_NE(found, std::string::npos) << s;
+    at = found;
+  }
+  EXPECT_THAT(text, HasSubstr("  dualpipe  not applicable: "));
+  EXPECT_THAT(text, HasSubstr("# memory: FAILED for gpipe (peak above 16.0 GiB usable)"));
+}
+
+// The reports' rule: with fewer than two schedules that fit, none is called best.
+TEST(SummaryText, NoBestWithFewerThanTwoFitting) {
+  const std::string one = render_summary_text({testing::fixture("simulate_1f1b_2r_3mb.json")});
+  EXPECT_THAT(one, Not(HasSubstr("best")));
+  EXPECT_THAT(one, HasSubstr("# memory: OK\n"));
+  ReportInput none = testing::fixture("compare_2r_4mb.json");
+  for (ScheduleResult& s : none.schedules) {
+    for (TimelineResult& run : s.runs) run.summary.oom = true;
+  }
+  EXPECT_THAT(render_summary_text({none}), HasSubstr("# no schedule fits in memory\n"));
+  ReportInput failed = testing::fixture("compare_2r_4mb.json");
+  failed.schedules.erase(failed.schedules.begin(), failed.schedules.begin() + 3);
+  EXPECT_THAT(render_summary_text({failed}), HasSubstr("# no schedule is applicable to this configuration\n"));
+}
+
+}  // namespace
+}  // namespace pipelab::reports
