@@ -7,10 +7,12 @@
 
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/measured_profile.h"
+#include "pipelab/runtime/cuda_backend.h"
 #include "pipelab/runtime/machine.h"
 #include "pipelab/runtime/mpi_transport.h"
 #include "pipelab/runtime/profiler.h"
 #include "commands.h"
+#include "gpu_flags.h"
 #include "model_flags.h"
 
 namespace pipelab::app {
@@ -24,13 +26,16 @@ struct ProfileCommandOptions {
   int repeats = 20;
   int concurrency = 2;
   int warmup = 3;
+  GpuFlags gpu;
+  int ranks_per_gpu = 1;
   std::string out;
 };
 
 void print_profile(std::ostream& os, const MeasuredProfile& p) {
   os << "# pipelab profile: backend " << p.backend << " (" << p.device << "), hidden=" << p.hidden << " ffn=" << p.ffn
      << " heads=" << p.heads << " seq=" << p.seq << " mbs=" << p.mbs << (p.swiglu ? " swiglu" : " gelu")
-     << ", median of " << p.repeats << " after " << p.warmup << " warm-up on " << p.concurrency << " core(s) at once\n";
+     << ", median of " << p.repeats << " after " << p.warmup << " warm-up"
+     << (p.backend == "cpu" ? " on " + std::to_string(p.concurrency) + " core(s) at once" : "") << "\n";
   os << "#        " << std::setw(12) << "F" << std::setw(12) << "I" << std::setw(12) << "W" << std::setw(12) << "B"
      << std::setw(12) << "F&B" << "\n";
   os << "#        " << std::setw(12) << "(us)" << std::setw(12) << "(us)" << std::setw(12) << "(us)" << std::setw(12) << "(us)"
@@ -56,7 +61,15 @@ void add_profile_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand("profile", "Measure per-layer op times and P2P cost of a backend into a profile JSON");
   auto o = std::make_shared<ProfileCommandOptions>();
   add_model_flags(cmd, o->model);
-  cmd->add_option("--backend", o->backend, "Backend to measure")->check(CLI::IsMember({"cpu"}))->capture_default_str();
+  cmd->add_option("--backend", o->backend, "Backend to measure: cpu, or cuda (the GPU; docs/gpu.md)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  add_gpu_flags(cmd, o->gpu);
+  cmd->add_option("--ranks-per-gpu", o->ranks_per_gpu,
+                  "cuda: ranks that will share the GPU in the runs this profile predicts (single-GPU mode): ops are "
+                  "measured on one rank's SM group")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--transport", o->transport, "P2P transport to measure: inproc, or mpi (under mpirun -np 2)")
       ->check(CLI::IsMember({"inproc", "mpi"}))
       ->capture_default_str();
@@ -66,8 +79,9 @@ void add_profile_command(CLI::App& root, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--out", o->out, "Write the profile JSON here")->required();
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, cmd, &exit_code] {
     o->model.validate();
+    require_cuda_backend_for_gpu_flags(cmd, o->backend);
     runtime::configure_allocator();
     runtime::ProfileOptions compute;
     compute.model = o->model;
@@ -78,7 +92,14 @@ void add_profile_command(CLI::App& root, int& exit_code) {
     runtime::P2PProfileOptions p2p;
     p2p.repeats = std::max(20, o->repeats);
     MeasuredProfile p;
-    if (o->transport == "mpi") {
+    if (o->backend == "cuda") {
+      if (o->transport == "mpi") throw InputError("profile --backend cuda measures device copies; --transport mpi is for the cpu backend");
+      if (auto why = runtime::cuda_unavailable()) throw DeviceError(*why);
+      p = runtime::measure_cuda_profile(compute, {.math = o->gpu.gemm_math(),
+                                                  .device = o->gpu.device,
+                                                  .ranks_on_device = o->ranks_per_gpu,
+                                                  .partition_sms = !o->gpu.no_sm_partition});
+    } else if (o->transport == "mpi") {
       runtime::MpiSession mpi;
       if (mpi.size() < 2) throw InputError("profile --transport mpi: start it with mpirun -np 2 (or more)");
       const PipelineShape shape = make_shape(mpi.size(), mpi.size(), 1, Placement::Loop);

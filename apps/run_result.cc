@@ -35,6 +35,7 @@ reports::ReportInput run_result(const RunRecord& r) {
   reports::ScheduleResult s{.schedule = r.config.at("schedule").get<std::string>()};
   s.runs.push_back(side("predicted", r.predicted.timeline, r, r.predicted.peak_activation_bytes, &r.predicted.memory));
   s.runs.push_back(side("measured", r.measured.iterations[median], r, r.measured.peak_state_bytes, nullptr));
+  s.runs.back().device_activity = r.measured.device_activity;
   reports::RunComparison comparison{.fidelity = r.fidelity, .median_iteration = static_cast<std::int64_t>(median)};
   for (const Timeline& t : r.measured.iterations) comparison.measured_makespans_ns.push_back(t.makespan_ns());
   s.comparison = std::move(comparison);

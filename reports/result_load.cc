@@ -167,6 +167,25 @@ std::vector<MemorySeries> read_memory(const json& j, const Where& w) {
   return out;
 }
 
+std::vector<DeviceActivity> read_device_activity(const json& j, const Where& w) {
+  if (!j.is_array()) w.fail("must be an array");
+  std::vector<DeviceActivity> out;
+  out.reserve(j.size());
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const Where e = w.index(i);
+    DeviceActivity a;
+    a.rank = static_cast<int>(get_int(j[i], "rank", e));
+    a.name = get_string(j[i], "name", e);
+    a.start_ns = get_int(j[i], "start_ns", e);
+    a.end_ns = get_int(j[i], "end_ns", e);
+    a.bytes = get_int(j[i], "bytes", e);
+    a.action = get_string(j[i], "action", e);
+    if (a.rank < 0 || a.end_ns < a.start_ns) e.fail("needs rank >= 0 and end_ns >= start_ns");
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 TimelineResult read_timeline_result(const json& j, const Where& w, std::string source) {
   if (!j.is_object()) w.fail("expected an object");
   TimelineResult t;
@@ -180,6 +199,7 @@ TimelineResult read_timeline_result(const json& j, const Where& w, std::string s
     w.fail(e.what());
   }
   if (j.contains("memory")) t.memory = read_memory(j["memory"], w.at("memory"));
+  if (j.contains("device_activity")) t.device_activity = read_device_activity(j["device_activity"], w.at("device_activity"));
   return t;
 }
 

@@ -29,7 +29,8 @@ json rank_json(const RankRow& r) {
   return j;
 }
 
-// {"summary", "ranks", "timeline"} and "memory" when the producer tracked it.
+// {"summary", "ranks", "timeline"}, "memory" when the producer tracked it, "device_activity"
+// when a GPU run recorded it.
 json timeline_result_json(const TimelineResult& t) {
   json ranks = json::array();
   for (const RankRow& r : t.ranks) ranks.push_back(rank_json(r));
@@ -44,6 +45,14 @@ json timeline_result_json(const TimelineResult& t) {
       memory.push_back({{"rank", m.rank}, {"samples", std::move(samples)}});
     }
     j["memory"] = std::move(memory);
+  }
+  if (!t.device_activity.empty()) {
+    json activity = json::array();
+    for (const DeviceActivity& a : t.device_activity) {
+      activity.push_back({{"rank", a.rank}, {"name", a.name}, {"start_ns", a.start_ns}, {"end_ns", a.end_ns},
+                          {"bytes", a.bytes}, {"action", a.action}});
+    }
+    j["device_activity"] = std::move(activity);
   }
   return j;
 }

@@ -10,8 +10,10 @@ namespace pipelab::reports {
 
 using nlohmann::json;
 
-// Streams as trace threads: tid = the Stream's value (compute 0, send 1, recv 2, collective 3).
+// Streams as trace threads: tid = the Stream's value (compute 0, send 1, recv 2, collective 3);
+// a GPU run's kernels and copies (CUPTI) on one more thread under them.
 constexpr int kNumStreams = static_cast<int>(Stream::Collective) + 1;
+constexpr int kDeviceTid = kNumStreams;
 using namespace detail;
 
 std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
@@ -69,6 +71,23 @@ std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
               {"ts", static_cast<double>(e.start_ns) / 1e3},
               {"dur", static_cast<double>(e.end_ns - e.start_ns) / 1e3},
               {"args", std::move(args)}});
+      }
+      bool named = false;
+      for (const DeviceActivity& a : bl.run->device_activity) {
+        if (static_cast<std::size_t>(a.rank) != r) continue;
+        if (!named) {
+          emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", kDeviceTid}, {"args", {{"name", "kernels"}}}});
+          emit({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", kDeviceTid}, {"args", {{"sort_index", kDeviceTid}}}});
+          named = true;
+        }
+        emit({{"name", a.name},
+              {"cat", a.bytes > 0 ? "memcpy" : "kernel"},
+              {"ph", "X"},
+              {"pid", pid},
+              {"tid", kDeviceTid},
+              {"ts", static_cast<double>(a.start_ns) / 1e3},
+              {"dur", static_cast<double>(a.end_ns - a.start_ns) / 1e3},
+              {"args", {{"action", a.action}, {"bytes", a.bytes}}}});
       }
     }
   }

@@ -1,6 +1,8 @@
 // Host queries and settings; see machine.h.
 #include "pipelab/runtime/machine.h"
 
+#include <cstdlib>
+
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -75,6 +77,16 @@ void configure_allocator() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest value glibc accepts on 64-bit
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
+}
+
+int launcher_world_size() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"}) {
+    if (const char* v = std::getenv(var)) {
+      const int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  }
+  return 1;
 }
 
 }  // namespace pipelab::runtime

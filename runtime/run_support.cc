@@ -18,7 +18,7 @@ StageActivationBytes mock_stage_activation(const ModelConfig& model) {
 }
 
 std::vector<std::string> check_profile_matches(const MeasuredProfile& p, const ModelConfig& m, const std::string& path,
-                                               int ranks, const std::string& transport) {
+                                               int ranks, const std::string& transport, const std::string& backend) {
   std::string diff;
   auto compare = [&](const char* name, long long profiled, long long run) {
     if (profiled != run) {
@@ -33,8 +33,8 @@ std::vector<std::string> check_profile_matches(const MeasuredProfile& p, const M
   compare("mbs", p.mbs, m.block.mbs);
   compare("swiglu", p.swiglu, m.block.swiglu);
   if (!diff.empty()) throw ConfigError("--profile " + path + " was measured for another model: " + diff);
-  if (p.backend != "cpu") {
-    throw ConfigError("--profile " + path + " was measured on backend \"" + p.backend + "\", the run uses cpu");
+  if (p.backend != backend) {
+    throw ConfigError("--profile " + path + " was measured on backend \"" + p.backend + "\", the run uses " + backend);
   }
   std::vector<std::string> warnings;
   if (p.layers_per_stage != m.layers_per_stage) {
@@ -55,7 +55,17 @@ RunProfile profile_for_run(const RunProfileRequest& r) {
   if (!r.path.empty()) {
     out.profile = load_measured_profile(r.path);
     out.source = r.path;
-    out.warnings = check_profile_matches(out.profile, r.model, r.path, r.ranks, r.transport);
+    out.warnings = check_profile_matches(out.profile, r.model, r.path, r.ranks, r.transport, r.backend);
+    return out;
+  }
+  if (r.backend == "cuda") {
+    ProfileOptions o;
+    o.model = r.model;
+    o.repeats = r.repeats;
+    o.warmup = 3;
+    out.profile = measure_cuda_profile(o, r.cuda);
+    out.source = "measured on the GPU before the run";
+    if (!r.save_path.empty() && r.rank == 0) save_measured_profile(out.profile, r.save_path);
     return out;
   }
   ProfileOptions compute;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cuda_clock.h"
+#include "cupti_trace.h"
 #include "device_memory.h"
 #include "green_context.h"
 #include "pipelab/kernels/data.h"
@@ -71,7 +72,7 @@ struct CudaBackend::Impl {
       : rank(r),
         config(c),
         shape(s),
-        clock(c.device, make_streams(c)),
+        clock(c.device, make_streams(c), c.cupti ? r : -1),
         unit_start(c.device, false),
         unit_b_done(c.device, false),
         pool(std::make_shared<CudaMemory>(c.device)) {
@@ -158,6 +159,7 @@ kernels::DeviceBuffer upload(int device, const std::vector<float>& host) {
 
 CudaBackend::CudaBackend(const ModelConfig& model, const PipelineShape& shape, int rank, const CudaRankConfig& config)
     : model_(model), states_(checked_states(model, shape, rank, config)) {
+  if (config.cupti) cuda::CuptiTrace::instance().enable();
   impl_ = std::make_unique<Impl>(shape, rank, config);
   Impl& m = *impl_;
   DeviceGuard guard(config.device);
@@ -279,6 +281,7 @@ DeviceClock::Token CudaBackend::begin_action(const Action& unit) {
   Impl& m = *impl_;
   DeviceGuard guard(m.config.device);
   nvtxRangePushA(("PP:" + to_string(unit)).c_str());
+  if (m.config.cupti) cuda::CuptiTrace::instance().push_action(m.rank, unit);
   const DeviceClock::Token t = m.clock.mark(m.compute.get());
   if (unit.op == Op::OverlapFB) {
     // The backward half starts with the unit, on the second stream.
@@ -299,6 +302,7 @@ DeviceClock::Token CudaBackend::end_action(const Action& unit) {
     m.overlapping = false;
   }
   const DeviceClock::Token t = m.clock.mark(m.compute.get());
+  if (m.config.cupti) cuda::CuptiTrace::instance().pop_action();
   nvtxRangePop();
   return t;
 }

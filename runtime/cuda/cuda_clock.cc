@@ -3,17 +3,19 @@
 
 #include <cmath>
 
+#include "cupti_trace.h"
 #include "pipelab/runtime/errors.h"
 
 namespace pipelab::runtime::cuda {
 
-CudaClock::CudaClock(int device, cudaStream_t epoch_stream)
-    : device_(device), epoch_stream_(epoch_stream), epoch_(device, true) {}
+CudaClock::CudaClock(int device, cudaStream_t epoch_stream, int cupti_rank)
+    : device_(device), epoch_stream_(epoch_stream), cupti_rank_(cupti_rank), epoch_(device, true) {}
 
 void CudaClock::start_iteration() {
   std::lock_guard lock(mutex_);
   used_ = 0;
   epoch_.record(epoch_stream_);
+  if (cupti_rank_ >= 0) CuptiTrace::instance().mark_epoch(cupti_rank_);
 }
 
 DeviceClock::Token CudaClock::mark(void* stream) {

@@ -14,8 +14,9 @@ namespace pipelab::runtime::cuda {
 
 class CudaClock final : public DeviceClock {
  public:
-  /// Events on `device`; the epoch is recorded on `epoch_stream` (the rank's compute stream).
-  CudaClock(int device, cudaStream_t epoch_stream);
+  /// Events on `device`; the epoch is recorded on `epoch_stream` (the rank's compute stream). With
+  /// `cupti_rank` >= 0 the CUPTI trace's epoch of that rank starts with the clock's.
+  CudaClock(int device, cudaStream_t epoch_stream, int cupti_rank = -1);
 
   void start_iteration() override;
   Token mark(void* stream) override;
@@ -24,6 +25,7 @@ class CudaClock final : public DeviceClock {
  private:
   int device_;
   cudaStream_t epoch_stream_;
+  int cupti_rank_;
   Event epoch_;
   std::mutex mutex_;
   std::deque<Event> markers_;  // reused across iterations; a deque never moves its elements

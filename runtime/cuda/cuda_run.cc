@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "copy_transport.h"
+#include "cupti_trace.h"
 #include "nccl_transport.h"
 #include "pipelab/runtime/cuda_backend.h"
 #include "pipelab/runtime/errors.h"
@@ -53,6 +54,7 @@ RunResult run_cuda_inprocess(const Schedule& lowered, const ModelConfig& model, 
     c.ranks_on_device = plan.single_gpu ? P : 1;
     c.index_on_device = plan.single_gpu ? r : 0;
     c.partition_sms = config.partition_sms;
+    c.cupti = config.cupti;
     auto b = std::make_unique<CudaBackend>(model, lowered.shape, r, c);
     if (info != nullptr) {
       std::lock_guard lock(info_mutex);
@@ -69,7 +71,16 @@ RunResult run_cuda_inprocess(const Schedule& lowered, const ModelConfig& model, 
   };
   RunOptions o = options;
   o.pin_threads = false;  // host threads only enqueue work
-  return run_inprocess(lowered, make_backend, o, wrap);
+  RunResult result = run_inprocess(lowered, make_backend, o, wrap);
+  if (config.cupti) {
+    // The reported (median) iteration's activity; warm-up iterations count in CUPTI's numbering.
+    const int iteration = options.warmup + static_cast<int>(result.median_iteration());
+    for (int r = 0; r < P; ++r) {
+      std::vector<DeviceActivity> a = cuda::CuptiTrace::instance().take(r, iteration);
+      result.device_activity.insert(result.device_activity.end(), a.begin(), a.end());
+    }
+  }
+  return result;
 }
 
 RunResult run_cuda_distributed(const Schedule& lowered, const ModelConfig& model, const CudaRunConfig& config,
@@ -81,6 +92,7 @@ RunResult run_cuda_distributed(const Schedule& lowered, const ModelConfig& model
   CudaRankConfig c;
   c.device = device;
   c.math = config.math;
+  c.cupti = config.cupti;
   // Declared in this order so that they are destroyed in reverse: the transport first, then the
   // communicators it uses, the MPI control endpoint, and last the backend whose pool its buffers use.
   CudaBackend backend(model, lowered.shape, rank, c);
@@ -97,7 +109,12 @@ RunResult run_cuda_distributed(const Schedule& lowered, const ModelConfig& model
     info->placement[static_cast<std::size_t>(rank)] = backend.placement();
     info->sms_per_rank = backend.sms();
   }
-  return run_distributed(lowered, backend, *transport, options);
+  RunResult result = run_distributed(lowered, backend, *transport, options);
+  // CUPTI records the activity of this process: a multi-process run reports rank 0's.
+  if (config.cupti && rank == 0) {
+    result.device_activity = cuda::CuptiTrace::instance().take(0, options.warmup + static_cast<int>(result.median_iteration()));
+  }
+  return result;
 }
 
 }  // namespace pipelab::runtime

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "../runtime/runtime_test_util.h"
 #include "pipelab/runtime/cuda_backend.h"
@@ -215,6 +216,37 @@ TEST(GpuSingleGpuMode, SaysHowTheSmsAreSplit) {
   EXPECT_EQ(info.transport, "cuda-copy");
   EXPECT_GT(info.sms_per_rank, 0);
   EXPECT_LE(info.sms_per_rank, info.device_sms);
+}
+
+TEST(GpuCupti, KernelsAreTiedToTheActionsThatLaunchedThem) {
+  PIPELAB_SKIP_WITHOUT_GPU();
+  const Schedule s = lowered("zb-v", 2, 2, 4);
+  CudaRunConfig c = single_gpu(kernels::GemmMath::Bf16);
+  c.cupti = true;
+  RunOptions o;
+  o.warmup = 1;
+  o.iterations = 3;
+  const RunResult r = run_cuda_inprocess(s, medium_model(), c, o);
+  ASSERT_FALSE(r.device_activity.empty());
+  const Timeline& t = r.iterations[r.median_iteration()];
+  std::map<std::pair<int, std::string>, const TimelineEvent*> actions;
+  for (std::size_t rank = 0; rank < t.ranks.size(); ++rank) {
+    for (const TimelineEvent& e : t.ranks[rank]) {
+      if (e.stream == Stream::Compute) actions[{static_cast<int>(rank), to_string(e.action)}] = &e;
+    }
+  }
+  std::size_t inside = 0;
+  for (const DeviceActivity& a : r.device_activity) {
+    const auto it = actions.find({a.rank, a.action});
+    ASSERT_NE(it, actions.end()) << a.rank << " " << a.action << " " << a.name;
+    EXPECT_GE(a.end_ns, a.start_ns);
+    // CUPTI's clock and the device events agree to a few microseconds.
+    const TimelineEvent& e = *it->second;
+    inside += a.start_ns >= e.start_ns - 50'000 && a.end_ns <= e.end_ns + 50'000;
+  }
+  RecordProperty("activities", std::to_string(r.device_activity.size()));
+  RecordProperty("inside_their_action", std::to_string(inside));
+  EXPECT_GE(inside, r.device_activity.size() * 9 / 10);
 }
 
 }  // namespace

@@ -210,5 +210,16 @@ TEST(ToJson, KeepsWhatTheFileDidNotState) {
   EXPECT_EQ(to_json(in).dump(), j.dump());
 }
 
+// A GPU run's CUPTI activity survives the round trip, and is written only when there is some.
+TEST(ToJson, DeviceActivityRoundTrips) {
+  ReportInput run = run_fixture();
+  EXPECT_FALSE(to_json(run).dump().find("device_activity") != std::string::npos);
+  run.schedules[0].runs[1].device_activity = {{0, "ampere_sgemm", 10, 250, 0, "0F1"}, {1, "memcpy", 300, 310, 65536, "1B0"}};
+  EXPECT_EQ(load_result(to_json(run), run.name), run);
+  json bad = to_json(run);
+  bad["measured"]["device_activity"][0]["end_ns"] = 1;  // ends before it starts
+  EXPECT_THROW(load_result(bad, "bad"), InputError);
+}
+
 }  // namespace
 }  // namespace pipelab::reports

@@ -32,7 +32,11 @@ void expect_schema(const json& trace) {
       EXPECT_GE(e["dur"].get<double>(), 0);
       ASSERT_TRUE(e.contains("cat") && e["cat"].is_string());
       ASSERT_TRUE(e["args"].is_object());
-      for (const char* k : {"stage", "microbatch", "bytes", "flops"}) EXPECT_TRUE(e["args"].contains(k)) << k;
+      const bool device = e["cat"] == "kernel" || e["cat"] == "memcpy";  // a GPU run's CUPTI activity
+      for (const char* k : {"stage", "microbatch", "bytes", "flops"}) {
+        if (!device || std::string(k) == "bytes") EXPECT_TRUE(e["args"].contains(k)) << k;
+      }
+      if (device) EXPECT_TRUE(e["args"].contains("action"));
     } else {
       EXPECT_EQ(ph, "M") << e.dump();
       ASSERT_TRUE(e["args"].is_object());
@@ -127,6 +131,26 @@ TEST(ChromeTrace, OverlapUnitsCarryBothHalves) {
     EXPECT_EQ(e["args"]["b_microbatch"], 1);
   }
   EXPECT_TRUE(found);
+}
+
+// A GPU run's kernels and copies (--cupti) go on one more thread of the measured ranks, named after
+// the kernel, with the enclosing action.
+TEST(ChromeTrace, DeviceActivityGoesUnderItsRank) {
+  ReportInput run = fixture("run_1f1b_2r_3mb.json");
+  run.schedules[0].runs[1].device_activity = {{1, "sm90_gemm_bf16", 1000, 4000, 0, "1F0"},
+                                              {0, "memcpy", 500, 700, 4096, "0B0"}};
+  const json trace = json::parse(render_chrome_trace({run}));
+  expect_schema(trace);
+  std::map<std::string, json> kernels;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["tid"] == 4) kernels[e["name"]] = e;
+  }
+  ASSERT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(kernels["sm90_gemm_bf16"]["pid"], 1001);  // measured block, rank 1
+  EXPECT_EQ(kernels["sm90_gemm_bf16"]["args"]["action"], "1F0");
+  EXPECT_DOUBLE_EQ(kernels["sm90_gemm_bf16"]["dur"].get<double>(), 3.0);
+  EXPECT_EQ(kernels["memcpy"]["cat"], "memcpy");
+  EXPECT_EQ(kernels["memcpy"]["pid"], 1000);
 }
 
 }  // namespace

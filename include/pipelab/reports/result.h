@@ -80,6 +80,8 @@ struct TimelineResult {
   std::vector<RankRow> ranks;         // empty when the producer wrote none
   Timeline timeline;
   std::vector<MemorySeries> memory;   // empty when the producer wrote none (written only when not)
+  /// Measured GPU runs with --cupti: the kernels and copies of each action (written only when any).
+  std::vector<DeviceActivity> device_activity;
   bool operator==(const TimelineResult&) const = default;
 };
 

@@ -28,6 +28,8 @@ struct CudaRankConfig {
   int ranks_on_device = 1;
   int index_on_device = 0;
   bool partition_sms = true;
+  /// Record every kernel and copy of each action through CUPTI (run_cuda_* collect them).
+  bool cupti = false;
 };
 
 /// The device resources of a rank that its transport uses (streams, clock); runtime/cuda only.

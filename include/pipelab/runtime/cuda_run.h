@@ -27,6 +27,7 @@ struct CudaRunConfig {
   bool single_gpu = false;     // all ranks on first_device even when more GPUs are present
   bool partition_sms = true;   // single-GPU mode: a green-context SM group per rank when possible
   int first_device = 0;
+  bool cupti = false;          // RunResult::device_activity: the median iteration's kernels and copies
 };
 
 /// Where the ranks of an in-process GPU run go: one GPU per rank (from first_device) when there

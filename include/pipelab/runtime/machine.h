@@ -17,6 +17,12 @@ int online_cores();
 /// there is no such CPU or the OS refuses.
 bool pin_current_thread(int index);
 
+/// Processes an MPI launcher (mpirun, srun) started for this job, read from its environment
+/// (Open MPI OMPI_COMM_WORLD_SIZE, MPICH/Hydra PMI_SIZE, srun SLURM_STEP_NUM_TASKS); 1 otherwise.
+int launcher_world_size();
+/// launcher_world_size() > 1.
+inline bool launched_by_mpi() { return launcher_world_size() > 1; }
+
 /// "AMD EPYC ..." from /proc/cpuinfo, or "unknown".
 std::string cpu_model_name();
 

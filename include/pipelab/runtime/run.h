@@ -34,6 +34,8 @@ struct RunResult {
   std::vector<std::int64_t> static_bytes;        // per rank: weights + gradient accumulators
   /// Per stage (index = stage), one BlockGrads per layer, after the last iteration.
   std::vector<std::vector<kernels::BlockGrads>> stage_gradients;
+  /// GPU runs with CUPTI tracing: the kernels and copies of the median iteration's actions.
+  std::vector<DeviceActivity> device_activity;
 
   /// Index of the iteration whose makespan is the median (the lower middle for an even count).
   std::size_t median_iteration() const;

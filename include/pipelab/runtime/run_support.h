@@ -10,6 +10,7 @@
 
 #include "pipelab/profiles/measured_profile.h"
 #include "pipelab/runtime/backend.h"
+#include "pipelab/runtime/profiler.h"
 #include "pipelab/runtime/transport.h"
 
 namespace pipelab::runtime {
@@ -30,7 +31,8 @@ StageActivationBytes mock_stage_activation(const ModelConfig& model);
 /// another size (predicted from per-layer times), and with `ranks` > 1 a profile without P2P costs
 /// or with P2P costs of another transport than `transport`.
 std::vector<std::string> check_profile_matches(const MeasuredProfile& profile, const ModelConfig& model,
-                                               const std::string& path, int ranks, const std::string& transport);
+                                               const std::string& path, int ranks, const std::string& transport,
+                                               const std::string& backend = "cpu");
 
 /// The profile a run is predicted from.
 struct RunProfileRequest {
@@ -46,6 +48,8 @@ struct RunProfileRequest {
   WaitPolicy wait = WaitPolicy::Auto;
   TransportFactory make_transport;  // one process per rank (MPI); empty: threads of this process
   int rank = 0;             // this process's rank (0 with threads)
+  std::string backend = "cpu";      // "cuda": measured on the GPU (measure_cuda_profile) with `cuda`
+  CudaProfileOptions cuda;
 };
 struct RunProfile {
   MeasuredProfile profile;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -31,6 +32,18 @@ struct TimelineEvent {
 
   std::int64_t duration_ns() const { return end_ns - start_ns; }
   bool operator==(const TimelineEvent&) const = default;
+};
+
+/// One kernel or memory copy a GPU ran inside an action (recorded by CUPTI in a measured run), on
+/// the rank's iteration clock: the detail under a timeline's compute events.
+struct DeviceActivity {
+  int rank = 0;
+  std::string name;           // the kernel's (mangled) name, or "memcpy" for a copy
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t bytes = 0;     // copies: bytes moved; kernels: 0
+  std::string action;         // the enclosing action in IR text ("2F0", "(0F3;3B1)OVERLAP_F_B")
+  bool operator==(const DeviceActivity&) const = default;
 };
 
 struct Timeline {
