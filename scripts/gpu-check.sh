@@ -27,8 +27,9 @@ nvidia-smi -L
 PIPELAB_BUILD_DIR="$build" scripts/build.sh -DPIPELAB_CUDA=ON "${prefix_args[@]}" "$@"
 pipelab="$build/apps/pipelab"
 
+failed=0
 echo "== device tests"
-ctest --test-dir "$build" -L gpu --output-on-failure
+ctest --test-dir "$build" -L gpu --output-on-failure || failed=1
 
 gpus=$(nvidia-smi -L | wc -l)
 model=(--hidden 1024 --ffn 4096 --heads 8 --seq 1024 --mbs 1 --layers-per-stage 2 --swiglu)
@@ -40,21 +41,22 @@ echo "== single-GPU mode: 2 ranks on one GPU, profiled on one rank's SM share"
 results=()
 for s in "${schedules[@]}"; do
   "$pipelab" run --backend cuda --single-gpu --schedule "$s" --pp 2 --vp "$(vp_of "$s")" --microbatches 8 "${model[@]}" \
-    --profile "$out/profile-1gpu-pp2.json" --iterations 5 --warmup 2 --check-gradients --json "$out/run-1gpu-$s.json"
+    --profile "$out/profile-1gpu-pp2.json" --iterations 5 --warmup 2 --check-gradients --json "$out/run-1gpu-$s.json" || failed=1
   results+=("$out/run-1gpu-$s.json")
 done
 
 echo "== CUPTI: every kernel and copy of a ZB-V iteration under its action (Chrome trace)"
 "$pipelab" run --backend cuda --single-gpu --schedule zb-v --pp 2 --vp 2 --microbatches 8 "${model[@]}" \
   --profile "$out/profile-1gpu-pp2.json" --iterations 3 --warmup 1 --cupti --json "$out/run-cupti-zb-v.json" \
-  --report "$out/zb-v.trace.json"
+  --report "$out/zb-v.trace.json" || failed=1
 
 if [ "$gpus" -ge 2 ]; then
   echo "== one GPU per rank: 2 ranks, NCCL"
   "$pipelab" profile --backend cuda "${model[@]}" --out "$out/profile-gpu.json"
   for s in "${schedules[@]}"; do
     "$pipelab" run --backend cuda --transport nccl --schedule "$s" --pp 2 --vp "$(vp_of "$s")" --microbatches 8 \
-      "${model[@]}" --profile "$out/profile-gpu.json" --iterations 5 --warmup 2 --check-gradients --json "$out/run-nccl-$s.json"
+      "${model[@]}" --profile "$out/profile-gpu.json" --iterations 5 --warmup 2 --check-gradients --json "$out/run-nccl-$s.json" \
+      || failed=1
     results+=("$out/run-nccl-$s.json")
   done
 else
@@ -65,4 +67,8 @@ fi
 "$pipelab" report "${results[@]}" --out "$out/report.html"
 echo "== predicted vs measured (from $out/report.md)"
 sed -n '/^## Predicted vs measured/,/^## /p' "$out/report.md" | sed '$d'
-echo "gpu-check: done; outputs in $out/"
+if [ "$failed" -ne 0 ]; then
+  echo "gpu-check: FAILED (see above); outputs in $out/"
+  exit 1
+fi
+echo "gpu-check: OK; outputs in $out/"
