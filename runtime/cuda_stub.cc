@@ -56,6 +56,7 @@ RunResult run_cuda_distributed(const Schedule&, const ModelConfig&, const CudaRu
 }
 
 std::string nccl_loopback_check(int, std::size_t) { no_cuda(); }
+std::string cupti_summary() { no_cuda(); }
 MeasuredProfile measure_cuda_profile(const ProfileOptions&, const CudaProfileOptions&) { no_cuda(); }
 
 }  // namespace pipelab::runtime

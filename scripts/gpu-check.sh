@@ -25,10 +25,11 @@ fi
 mkdir -p "$out"
 nvidia-smi -L
 PIPELAB_BUILD_DIR="$build" scripts/build.sh -DPIPELAB_CUDA=ON "${prefix_args[@]}" "$@"
+section() { echo "== $1 (at ${SECONDS} s)"; }
 pipelab="$build/apps/pipelab"
 
 failed=0
-echo "== device tests"
+section "device tests"
 ctest --test-dir "$build" -L gpu --output-on-failure || failed=1
 
 gpus=$(nvidia-smi -L | wc -l)
@@ -36,7 +37,7 @@ model=(--hidden 1024 --ffn 4096 --heads 8 --seq 1024 --mbs 1 --layers-per-stage 
 schedules=(gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v dualpipe dualpipev)
 vp_of() { case "$1" in interleaved-1f1b|zb-v|dualpipe|dualpipev) echo 2 ;; *) echo 1 ;; esac; }
 
-echo "== single-GPU mode: 2 ranks on one GPU, profiled on one rank's SM share"
+section "single-GPU mode: 2 ranks on one GPU, each on its SM group (profiled the same way)"
 "$pipelab" profile --backend cuda --ranks-per-gpu 2 "${model[@]}" --out "$out/profile-1gpu-pp2.json"
 results=()
 for s in "${schedules[@]}"; do
@@ -45,13 +46,13 @@ for s in "${schedules[@]}"; do
   results+=("$out/run-1gpu-$s.json")
 done
 
-echo "== CUPTI: every kernel and copy of a ZB-V iteration under its action (Chrome trace)"
+section "CUPTI: every kernel and copy of a ZB-V iteration under its action (Chrome trace)"
 "$pipelab" run --backend cuda --single-gpu --schedule zb-v --pp 2 --vp 2 --microbatches 8 "${model[@]}" \
   --profile "$out/profile-1gpu-pp2.json" --iterations 3 --warmup 1 --cupti --json "$out/run-cupti-zb-v.json" \
   --report "$out/zb-v.trace.json" || failed=1
 
 if [ "$gpus" -ge 2 ]; then
-  echo "== one GPU per rank: 2 ranks, NCCL"
+  section "one GPU per rank: 2 ranks, NCCL"
   "$pipelab" profile --backend cuda "${model[@]}" --out "$out/profile-gpu.json"
   for s in "${schedules[@]}"; do
     "$pipelab" run --backend cuda --transport nccl --schedule "$s" --pp 2 --vp "$(vp_of "$s")" --microbatches 8 \
@@ -60,12 +61,12 @@ if [ "$gpus" -ge 2 ]; then
     results+=("$out/run-nccl-$s.json")
   done
 else
-  echo "== one GPU per rank: skipped ($gpus GPU)"
+  section "one GPU per rank: skipped ($gpus GPU)"
 fi
 
 "$pipelab" report "${results[@]}" --out "$out/report.md"
 "$pipelab" report "${results[@]}" --out "$out/report.html"
-echo "== predicted vs measured (from $out/report.md)"
+section "predicted vs measured (from $out/report.md)"
 sed -n '/^## Predicted vs measured/,/^## /p' "$out/report.md" | sed '$d'
 if [ "$failed" -ne 0 ]; then
   echo "gpu-check: FAILED (see above); outputs in $out/"

@@ -1,7 +1,9 @@
 // measure_cuda_profile: op times of the mock model read off device-timed runs of tiny pipelines
 // on one rank, so a profile measures exactly what the executor and the cuda backend do in a run.
 #include <algorithm>
+#include <exception>
 #include <map>
+#include <thread>
 
 #include "pipelab/base/error.h"
 #include "pipelab/kernels/shape.h"
@@ -26,7 +28,7 @@ std::int64_t median(std::vector<std::int64_t> v) {
 using Durations = std::map<std::pair<Op, int>, std::vector<std::int64_t>>;
 
 Durations run_pipeline(const std::string& schedule, const ModelConfig& model, const ProfileOptions& o,
-                       const CudaProfileOptions& c, int microbatches, std::string* placement) {
+                       const CudaProfileOptions& c, int microbatches, int index_on_device, std::string* placement) {
   ScheduleOptions so;
   so.pp = 1;
   so.vp = 2;
@@ -40,7 +42,7 @@ Durations run_pipeline(const std::string& schedule, const ModelConfig& model, co
   rc.device = c.device;
   rc.math = c.math;
   rc.ranks_on_device = c.ranks_on_device;
-  rc.index_on_device = 0;
+  rc.index_on_device = index_on_device;
   rc.partition_sms = c.partition_sms;
   const RunResult r = run_inprocess(s, [&](int rank) {
     auto b = std::make_unique<CudaBackend>(model, s.shape, rank, rc);
@@ -58,14 +60,43 @@ Durations run_pipeline(const std::string& schedule, const ModelConfig& model, co
   return out;
 }
 
+// The pipeline on every rank of a shared device at once, each on its own SM group, as the ranks of
+// a single-GPU run load the GPU together (its memory bandwidth and L2 are shared); the durations of
+// all copies pooled. One rank: one pipeline.
+Durations run_pipeline_on_every_rank(const std::string& schedule, const ModelConfig& model, const ProfileOptions& o,
+                                     const CudaProfileOptions& c, int microbatches, std::string* placement) {
+  const int copies = std::max(c.ranks_on_device, 1);
+  std::vector<Durations> found(static_cast<std::size_t>(copies));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(copies));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < copies; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        found[static_cast<std::size_t>(i)] = run_pipeline(schedule, model, o, c, microbatches, i, i == 0 ? placement : nullptr);
+      } catch (...) {
+        errors[static_cast<std::size_t>(i)] = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  Durations all;
+  for (Durations& d : found) {
+    for (auto& [key, v] : d) all[key].insert(all[key].end(), v.begin(), v.end());
+  }
+  return all;
+}
+
 // One stage size (1 layer, or layers_per_stage): F (inner stage), loss (last minus inner F), I,
 // W, B and F&B (units whose forward half is the inner stage 0).
 OpTimes measure_ops(const ModelConfig& model, const ProfileOptions& o, const CudaProfileOptions& c, std::int64_t* loss_ns,
                     std::string* placement) {
   const int m = 8;
-  Durations fb = run_pipeline("interleaved-1f1b", model, o, c, m, placement);
-  Durations iw = run_pipeline("zb-h1", model, o, c, m, nullptr);
-  Durations overlap = run_pipeline("dualpipev", model, o, c, m, nullptr);
+  Durations fb = run_pipeline_on_every_rank("interleaved-1f1b", model, o, c, m, placement);
+  Durations iw = run_pipeline_on_every_rank("zb-h1", model, o, c, m, nullptr);
+  Durations overlap = run_pipeline_on_every_rank("dualpipev", model, o, c, m, nullptr);
   OpTimes t;
   t.f_ns = median(fb[{Op::F, 0}]);
   std::vector<std::int64_t> b = fb[{Op::B, 0}];

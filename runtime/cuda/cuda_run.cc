@@ -83,6 +83,8 @@ RunResult run_cuda_inprocess(const Schedule& lowered, const ModelConfig& model, 
   return result;
 }
 
+std::string cupti_summary() { return cuda::CuptiTrace::instance().summary(); }
+
 RunResult run_cuda_distributed(const Schedule& lowered, const ModelConfig& model, const CudaRunConfig& config,
                                const RunOptions& options, MpiSession& mpi, CudaRunInfo* info) {
   if (auto why = cuda_unavailable()) throw DeviceError(*why);

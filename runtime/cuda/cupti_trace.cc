@@ -69,6 +69,10 @@ void CuptiTrace::enable() {
   check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
   check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY), "cuptiActivityEnable(MEMCPY)");
   check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION), "cuptiActivityEnable(EXTERNAL_CORRELATION)");
+  // CUPTI emits an external correlation record beside the API record of the launch: the runtime
+  // and driver API kinds must be on for kernels to be tied to actions (their records are skipped).
+  check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME), "cuptiActivityEnable(RUNTIME)");
+  check_cupti(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER), "cuptiActivityEnable(DRIVER)");
   enabled_ = true;
 }
 
@@ -104,6 +108,13 @@ void CuptiTrace::add(Record r) {
 void CuptiTrace::correlate(std::uint32_t correlation, std::uint64_t external) {
   std::lock_guard lock(mutex_);
   external_of_[correlation] = external;
+}
+
+std::string CuptiTrace::summary() {
+  check_cupti(cuptiActivityFlushAll(1), "cuptiActivityFlushAll");
+  std::lock_guard lock(mutex_);
+  return std::to_string(records_.size()) + " kernel/copy records, " + std::to_string(external_of_.size()) + " correlations, " +
+         std::to_string(actions_.size()) + " actions";
 }
 
 std::vector<DeviceActivity> CuptiTrace::take(int rank, int iteration) {

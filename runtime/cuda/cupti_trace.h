@@ -25,6 +25,8 @@ class CuptiTrace {
   /// Around an action's launches, on the rank's thread: records the action and pushes its id.
   void push_action(int rank, const Action& action);
   void pop_action();
+  /// "N kernel/copy records, M correlations, K actions" held now (diagnostics).
+  std::string summary();
   /// The activity of `rank`'s actions in its iteration `iteration`, by start time (flushes CUPTI
   /// first); that iteration's records are released, earlier ones dropped.
   std::vector<DeviceActivity> take(int rank, int iteration);

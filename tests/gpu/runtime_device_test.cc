@@ -227,7 +227,7 @@ TEST(GpuCupti, KernelsAreTiedToTheActionsThatLaunchedThem) {
   o.warmup = 1;
   o.iterations = 3;
   const RunResult r = run_cuda_inprocess(s, medium_model(), c, o);
-  ASSERT_FALSE(r.device_activity.empty());
+  ASSERT_FALSE(r.device_activity.empty()) << cupti_summary();
   const Timeline& t = r.iterations[r.median_iteration()];
   std::map<std::pair<int, std::string>, const TimelineEvent*> actions;
   for (std::size_t rank = 0; rank < t.ranks.size(); ++rank) {

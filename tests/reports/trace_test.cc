@@ -34,9 +34,13 @@ void expect_schema(const json& trace) {
       ASSERT_TRUE(e["args"].is_object());
       const bool device = e["cat"] == "kernel" || e["cat"] == "memcpy";  // a GPU run's CUPTI activity
       for (const char* k : {"stage", "microbatch", "bytes", "flops"}) {
-        if (!device || std::string(k) == "bytes") EXPECT_TRUE(e["args"].contains(k)) << k;
+        if (!device || std::string(k) == "bytes") {
+          EXPECT_TRUE(e["args"].contains(k)) << k;
+        }
       }
-      if (device) EXPECT_TRUE(e["args"].contains("action"));
+      if (device) {
+        EXPECT_TRUE(e["args"].contains("action"));
+      }
     } else {
       EXPECT_EQ(ph, "M") << e.dump();
       ASSERT_TRUE(e["args"].is_object());

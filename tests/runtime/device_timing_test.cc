@@ -225,11 +225,17 @@ TEST(P2PPlan, BatchesAreRunsOfConsecutiveCommActions) {
       ASSERT_FALSE(batch.empty());
       for (std::size_t i = 0; i < batch.size(); ++i) {
         EXPECT_TRUE(is_comm(list[batch[i]]->op));
-        if (i > 0) EXPECT_EQ(batch[i], batch[i - 1] + 1);
+        if (i > 0) {
+          EXPECT_EQ(batch[i], batch[i - 1] + 1);
+        }
       }
       // A batch is maximal: the actions around it are not comm actions.
-      if (batch.front() > 0) EXPECT_FALSE(list[batch.front() - 1] && is_comm(list[batch.front() - 1]->op));
-      if (batch.back() + 1 < list.size()) EXPECT_FALSE(list[batch.back() + 1] && is_comm(list[batch.back() + 1]->op));
+      if (batch.front() > 0) {
+        EXPECT_FALSE(list[batch.front() - 1] && is_comm(list[batch.front() - 1]->op));
+      }
+      if (batch.back() + 1 < list.size()) {
+        EXPECT_FALSE(list[batch.back() + 1] && is_comm(list[batch.back() + 1]->op));
+      }
       covered += batch.size();
     }
     std::size_t comms = 0;

@@ -62,6 +62,10 @@ RunResult run_cuda_inprocess(const Schedule& lowered, const ModelConfig& model, 
 RunResult run_cuda_distributed(const Schedule& lowered, const ModelConfig& model, const CudaRunConfig& config,
                                const RunOptions& options, MpiSession& mpi, CudaRunInfo* info = nullptr);
 
+/// What CUPTI holds now ("N kernel/copy records, M correlations, K actions"): for diagnosing a
+/// --cupti run that recorded nothing.
+std::string cupti_summary();
+
 /// NCCL on one GPU: sends `bytes` of a pattern to itself through a one-rank communicator (a grouped
 /// ncclSend/ncclRecv) and checks them; throws DeviceError on a NCCL error or a wrong byte. Returns
 /// the NCCL version ("2.28.3"). A check that needs no second GPU (tests/gpu, scripts/gpu-check.sh).

@@ -75,7 +75,8 @@ struct CudaProfileOptions {
 /// executor (device-event timed, so exactly what a run records): F and B from interleaved 1F1B,
 /// I and W from interleaved ZB-H1, F&B from DualPipeV, each on one rank holding two stages (the
 /// loss is the difference of the last and an inner stage's F), medians over `options.repeats`
-/// iterations after `options.warmup`. P2P: device-to-device copies of p2p_sizes (the single-GPU
+/// iterations after `options.warmup`. With ranks_on_device > 1 every rank's SM group runs the
+/// pipelines at once, as a single-GPU run loads the device, and the samples of all are pooled. P2P: device-to-device copies of p2p_sizes (the single-GPU
 /// mode transport). backend "cuda", device named after the GPU and its SM share.
 MeasuredProfile measure_cuda_profile(const ProfileOptions& options, const CudaProfileOptions& cuda);
 
