@@ -170,10 +170,11 @@ void check_backend(const RunCommandOptions& o) {
   if (auto why = runtime::cuda_unavailable()) throw DeviceError(*why);
 }
 
-std::string off_profile_warning(std::size_t rank, double ratio) {
+std::string off_profile_warning(std::size_t rank, double ratio, bool gpu) {
   return "rank " + std::to_string(rank) + "'s actions ran " + std::to_string(std::lround(100 * (ratio - 1.0))) +
-         "% off their profiled time (median): the machine was busier or faster than when profiled, or another "
-         "process shared the rank's core";
+         "% off their profiled time (median): " +
+         (gpu ? "the GPU was loaded differently (other ranks or processes on it) or ran at another clock than when profiled"
+              : "the machine was busier or faster than when profiled, or another process shared the rank's core");
 }
 
 int run(const RunCommandOptions& o) {
@@ -274,7 +275,7 @@ int run(const RunCommandOptions& o) {
   // Step 5: the comparison, the result, the gradient check.
   const FidelityReport fidelity = compare_timelines(predicted.timeline, measured.iterations[measured.median_iteration()]);
   for (const std::size_t r : ranks_off_profile(fidelity)) {
-    warnings.push_back(off_profile_warning(r, fidelity.compute_time_ratio[r]));
+    warnings.push_back(off_profile_warning(r, fidelity.compute_time_ratio[r], gpu));
     std::cerr << "pipelab: warning: " << warnings.back() << "\n";
   }
   std::optional<runtime::GradientCheck> gradients;

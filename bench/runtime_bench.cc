@@ -1,4 +1,4 @@
-// Runtime benchmarks (DESIGN.md §8: executor overhead <= 1% of iteration time for actions >= 1 ms,
+// Runtime benchmarks (target: executor overhead <= 1% of iteration time for actions >= 1 ms,
 // i.e. <= 10 us per action). Times are the measured iterations' makespans (manual time), so thread
 // start-up of the in-process driver is not counted.
 //   ExecutorOverhead/pp:P/m:M      null backend, no compute: executor time per action on the

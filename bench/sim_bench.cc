@@ -1,4 +1,4 @@
-// Simulator speed (DESIGN.md §8): actions simulated per second on one core, and one large
+// Simulator speed: actions simulated per second on one core, and one large
 // configuration simulated end to end. Targets: >= 10 M actions/s; 16,384-GPU llama3.1-405b < 100 ms.
 #include <benchmark/benchmark.h>
 
@@ -31,26 +31,26 @@ void simulate_schedule(benchmark::State& state, const char* name) {
   state.counters["actions_per_s"] = benchmark::Counter(actions * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
-void BM_SimulateInterleaved(benchmark::State& state) { simulate_schedule(state, "interleaved-1f1b"); }
-void BM_SimulateDualPipeV(benchmark::State& state) { simulate_schedule(state, "dualpipev"); }
-void BM_SimulateZbV(benchmark::State& state) { simulate_schedule(state, "zb-v"); }
+void SimulateInterleaved(benchmark::State& state) { simulate_schedule(state, "interleaved-1f1b"); }
+void SimulateDualPipeV(benchmark::State& state) { simulate_schedule(state, "dualpipev"); }
+void SimulateZbV(benchmark::State& state) { simulate_schedule(state, "zb-v"); }
 
-BENCHMARK(BM_SimulateInterleaved)->ArgNames({"pp", "vp", "mb"})->Args({8, 2, 64})->Args({64, 4, 512})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SimulateDualPipeV)->ArgNames({"pp", "vp", "mb"})->Args({8, 2, 64})->Args({64, 2, 512})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_SimulateZbV)->ArgNames({"pp", "vp", "mb"})->Args({64, 2, 512})->Unit(benchmark::kMillisecond);
+BENCHMARK(SimulateInterleaved)->ArgNames({"pp", "vp", "mb"})->Args({8, 2, 64})->Args({64, 4, 512})->Unit(benchmark::kMillisecond);
+BENCHMARK(SimulateDualPipeV)->ArgNames({"pp", "vp", "mb"})->Args({8, 2, 64})->Args({64, 2, 512})->Unit(benchmark::kMillisecond);
+BENCHMARK(SimulateZbV)->ArgNames({"pp", "vp", "mb"})->Args({64, 2, 512})->Unit(benchmark::kMillisecond);
 
 // Schedule generation + lowering, the rest of the per-configuration cost.
-void BM_BuildAndLower(benchmark::State& state) {
+void BuildAndLower(benchmark::State& state) {
   for (auto _ : state) {
     Schedule s = add_send_recv(make_schedule("interleaved-1f1b", {64, 4, 512, 0}));
     benchmark::DoNotOptimize(s.ranks.data());
   }
 }
-BENCHMARK(BM_BuildAndLower)->Unit(benchmark::kMillisecond);
+BENCHMARK(BuildAndLower)->Unit(benchmark::kMillisecond);
 
 // Llama 3.1 405B as trained on 16,384 H100s (TP8, PP16, DP128; 126 layers with the first and last
 // stage one layer short), global batch 2048 x 8192 tokens: the whole simulate path.
-void BM_EndToEndLlama405B(benchmark::State& state) {
+void EndToEndLlama405B(benchmark::State& state) {
   sim::SimulationRequest r;
   r.model = model_preset("llama3.1-405b");
   r.gpu = gpu_preset("h100-sxm");
@@ -68,7 +68,7 @@ void BM_EndToEndLlama405B(benchmark::State& state) {
     benchmark::DoNotOptimize(o.metrics.makespan_ns);
   }
 }
-BENCHMARK(BM_EndToEndLlama405B)->Unit(benchmark::kMillisecond);
+BENCHMARK(EndToEndLlama405B)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 # Fails when a module includes a pipelab header of a module it may not depend on
-# (DESIGN.md section 1). Run by ctest as `layering.includes`.
+# (docs/architecture.md, the layer table). Run by ctest as `layering.includes`.
 cmake_policy(SET CMP0057 NEW)  # if(IN_LIST) in script mode
 set(allowed_schedules base schedules)
 set(allowed_profiles  base profiles)

@@ -7,7 +7,7 @@
 #include <cfloat>
 
 #include "cuda_check.h"
-#include "gemm_layout.h"
+#include "pipelab/kernels/gemm_layout.h"
 #include "pipelab/base/error.h"
 
 namespace pipelab::kernels::cuda {

@@ -119,7 +119,6 @@ MeasuredProfile measure_cuda_profile(const ProfileOptions& o, const CudaProfileO
   if (o.repeats < 1) throw InputError("profile: repeats=" + std::to_string(o.repeats) + " must be >= 1");
   if (o.warmup < 0) throw InputError("profile: warmup=" + std::to_string(o.warmup) + " must be >= 0");
   if (auto why = cuda_unavailable()) throw DeviceError(*why);
-  const CudaDeviceInfo info = cuda_device_info(c.device);
   MeasuredProfile p;
   p.backend = "cuda";
   p.threads_per_rank = 1;
@@ -147,7 +146,7 @@ MeasuredProfile measure_cuda_profile(const ProfileOptions& o, const CudaProfileO
   } else {
     p.per_stage = p.per_layer;
   }
-  p.device = info.name + ", " + placement + ", " + std::string(kernels::gemm_math_name(c.math)) + " GEMMs";
+  p.device = placement + ", " + std::string(kernels::gemm_math_name(c.math)) + " GEMMs";  // placement names the GPU
   const kernels::OpFlops f = kernels::block_flops(o.model.block);
   p.flops_f = static_cast<double>(f.forward);
   p.flops_i = static_cast<double>(f.backward_input);

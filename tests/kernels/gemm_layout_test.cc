@@ -1,7 +1,7 @@
-// Tests of kernels/cuda/gemm_layout.h on the CPU: row-major requests mapped to column-major calls,
+// Tests of pipelab/kernels/gemm_layout.h on the CPU: row-major requests mapped to column-major calls,
 // executed by column-major OpenBLAS (standing in for cuBLAS), equal a naive row-major GEMM,
 // including the strided-batched per-head calls the CUDA attention makes.
-#include "cuda/gemm_layout.h"
+#include "pipelab/kernels/gemm_layout.h"
 
 #include <cblas.h>
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // The one error hierarchy of pipelab. Libraries throw these; only main() catches and maps them to
-// exit codes (docs/cli.md): InputError and its kin -> 2, CheckFailed -> 1.
+// exit codes (docs/cli.md): InputError and DeviceError -> 2; a failed check is an exit code of 1 a command
+// returns, not an exception; anything else (a bug) -> 3.
 #pragma once
 
 #include <stdexcept>
