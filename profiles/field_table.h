@@ -87,6 +87,7 @@ template <>
 struct ValueCodec<double> {
   static double read(const JsonReader& r, std::string_view key) { return r.get_double(key); }
   static void write(nlohmann::json& j, std::string_view key, double v) { j[std::string(key)] = v; }
+  static double parse(std::string_view key, std::string_view text) { return parse_number<double>(key, text, "a number"); }
 };
 
 template <>

@@ -2,6 +2,7 @@
 // and command-line overrides.
 #include <pipelab/profiles/parallel_config.h>
 
+#include <algorithm>
 #include <array>
 #include <numeric>
 
@@ -11,6 +12,7 @@
 #include <pipelab/base/json_reader.h>
 #include <pipelab/profiles/gpu_spec.h>
 #include <pipelab/profiles/model_spec.h>
+#include <pipelab/profiles/pipeline_layout.h>
 
 #include "field_table.h"
 
@@ -19,6 +21,13 @@ namespace {
 
 constexpr std::array<EnumName<Recompute>, 3> kRecomputeNames = {
     {{Recompute::kNone, "none"}, {Recompute::kSelective, "selective"}, {Recompute::kFull, "full"}}};
+constexpr std::array<EnumName<RecomputeMethod>, 2> kRecomputeMethodNames = {
+    {{RecomputeMethod::kUniform, "uniform"}, {RecomputeMethod::kBlock, "block"}}};
+constexpr std::array<EnumName<Sharding>, 4> kShardingNames = {{{Sharding::kNoShard, "no_shard"},
+                                                              {Sharding::kOptim, "optim"},
+                                                              {Sharding::kOptimGrads, "optim_grads"},
+                                                              {Sharding::kOptimGradsParams, "optim_grads_params"}}};
+constexpr std::array<EnumName<Fsdp>, 3> kFsdpNames = {{{Fsdp::kNone, "none"}, {Fsdp::kMegatron, "megatron"}, {Fsdp::kTorch, "torch"}}};
 
 }  // namespace
 
@@ -28,6 +37,42 @@ template <>
 struct ValueCodec<Recompute> : NamedEnumCodec<Recompute, parse_recompute> {};
 template <>
 struct ValueCodec<Precision> : NamedEnumCodec<Precision, parse_precision> {};
+template <>
+struct ValueCodec<RecomputeMethod> : NamedEnumCodec<RecomputeMethod, parse_recompute_method> {};
+template <>
+struct ValueCodec<Sharding> : NamedEnumCodec<Sharding, parse_sharding> {};
+template <>
+struct ValueCodec<Fsdp> : NamedEnumCodec<Fsdp, parse_fsdp> {};
+
+/// A list of names: a JSON array of strings; on a command line comma- or space-separated.
+template <>
+struct ValueCodec<std::vector<std::string>> {
+  static std::vector<std::string> read(const JsonReader& r, std::string_view key) {
+    const nlohmann::json& list = r.get(key);
+    if (!list.is_array()) r.fail_type(key, "an array of strings");
+    std::vector<std::string> out;
+    for (const auto& item : list) {
+      if (!item.is_string()) r.fail_type(key, "an array of strings");
+      out.push_back(item.get<std::string>());
+    }
+    return out;
+  }
+  static void write(nlohmann::json& j, std::string_view key, const std::vector<std::string>& v) { j[std::string(key)] = v; }
+  static std::vector<std::string> parse(std::string_view, std::string_view text) {
+    std::vector<std::string> out;
+    std::string item;
+    for (const char c : text) {
+      if (c == ',' || c == ' ') {
+        if (!item.empty()) out.push_back(std::move(item));
+        item.clear();
+      } else {
+        item += c;
+      }
+    }
+    if (!item.empty()) out.push_back(std::move(item));
+    return out;
+  }
+};
 
 template <>
 struct ValueCodec<std::vector<int>> {
@@ -52,7 +97,8 @@ struct ValueCodec<std::vector<int>> {
 
 namespace {
 
-using Field = detail::Field<ParallelConfig, int, std::optional<bool>, Recompute, bool, std::vector<int>, Precision>;
+using Field = detail::Field<ParallelConfig, int, std::optional<bool>, Recompute, bool, std::vector<int>, Precision, RecomputeMethod,
+                            std::vector<std::string>, std::string, Sharding, Fsdp, double>;
 
 // One row per JSON key; drives from_json, to_json and apply_override. Only gbs is required.
 const std::array kFields = {
@@ -61,6 +107,7 @@ const std::array kFields = {
     Field{"vp", &ParallelConfig::vp},
     Field{"cp", &ParallelConfig::cp},
     Field{"ep", &ParallelConfig::ep},
+    Field{"etp", &ParallelConfig::etp},
     Field{"dp", &ParallelConfig::dp},
     Field{"world", &ParallelConfig::world},
     Field{"mbs", &ParallelConfig::mbs},
@@ -68,9 +115,26 @@ const std::array kFields = {
     Field{"seq_length", &ParallelConfig::seq_length},
     Field{"sequence_parallel", &ParallelConfig::sequence_parallel},
     Field{"recompute", &ParallelConfig::recompute},
+    Field{"recompute_method", &ParallelConfig::recompute_method},
+    Field{"recompute_num_layers", &ParallelConfig::recompute_num_layers},
+    Field{"recompute_modules", &ParallelConfig::recompute_modules},
     Field{"distributed_optimizer", &ParallelConfig::distributed_optimizer},
     Field{"stage_layers", &ParallelConfig::stage_layers},
+    Field{"pipeline_layout", &ParallelConfig::pipeline_layout},
+    Field{"decoder_first_pipeline_num_layers", &ParallelConfig::decoder_first_pipeline_num_layers},
+    Field{"decoder_last_pipeline_num_layers", &ParallelConfig::decoder_last_pipeline_num_layers},
+    Field{"account_for_embedding_in_pipeline_split", &ParallelConfig::account_for_embedding_in_pipeline_split},
+    Field{"account_for_loss_in_pipeline_split", &ParallelConfig::account_for_loss_in_pipeline_split},
     Field{"precision", &ParallelConfig::precision},
+    Field{"fsdp", &ParallelConfig::fsdp},
+    Field{"data_parallel_sharding_strategy", &ParallelConfig::data_parallel_sharding_strategy},
+    Field{"num_distributed_optimizer_instances", &ParallelConfig::num_distributed_optimizer_instances},
+    Field{"overlap_grad_reduce", &ParallelConfig::overlap_grad_reduce},
+    Field{"overlap_param_gather", &ParallelConfig::overlap_param_gather},
+    Field{"grad_reduce_in_fp32", &ParallelConfig::grad_reduce_in_fp32},
+    Field{"use_precision_aware_optimizer", &ParallelConfig::use_precision_aware_optimizer},
+    Field{"fp8_param_gather", &ParallelConfig::fp8_param_gather},
+    Field{"optimizer_offload_fraction", &ParallelConfig::optimizer_offload_fraction},
 };
 
 const std::vector<std::string>& parallel_keys() {
@@ -85,6 +149,8 @@ const std::vector<std::pair<std::string_view, std::string_view>> kAliases = {
     {"virtual_pipeline_model_parallel_size", "vp"},
     {"context_parallel_size", "cp"},
     {"expert_model_parallel_size", "ep"},
+    {"expert_tensor_parallel_size", "etp"},
+    {"pipeline_model_parallel_layout", "pipeline_layout"},
     {"data_parallel_size", "dp"},
     {"world_size", "world"},
     {"num_gpus", "world"},
@@ -96,43 +162,48 @@ const std::vector<std::pair<std::string_view, std::string_view>> kAliases = {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
-// Rules on the stage split; empty when the split is possible.
+// Rules on the stage split (pipeline_layout.h); empty when the split is possible. The issue's field
+// is the option that gave the split.
 std::vector<ConfigIssue> stage_split_issues(const ParallelConfig& c, const ModelSpec& m) {
-  std::vector<ConfigIssue> issues;
-  const int stages = c.pp * c.vp;
-  if (c.stage_layers.empty()) {
-    if (stages <= 0 || m.num_layers % stages != 0) {
-      issues.push_back({"pp", "layers_split",
-                        "num_layers=" + str(m.num_layers) + " must split over pp*vp=" + str(stages) +
-                            " virtual stages (or give stage_layers)"});
-    }
-    return issues;
+  try {
+    resolve_pipeline_layout(c, m, c.pp * c.vp);
+    return {};
+  } catch (const ConfigError& e) {
+    const std::string message = e.what();
+    const std::string field = !c.pipeline_layout.empty()   ? "pipeline_layout"
+                              : !c.stage_layers.empty()    ? "stage_layers"
+                              : message.find("decoder_first") == 0 ? "decoder_first_pipeline_num_layers"
+                              : message.find("account_for") == 0   ? "account_for_embedding_in_pipeline_split"
+                                                                   : "pp";
+    return {{field, "layers_split", message}};
   }
-  if (static_cast<int>(c.stage_layers.size()) != stages) {
-    issues.push_back({"stage_layers", "stage_layers_count",
-                      "stage_layers has " + str(static_cast<std::int64_t>(c.stage_layers.size())) +
-                          " entries, need pp*vp=" + str(stages)});
-  }
-  for (std::size_t i = 0; i < c.stage_layers.size(); ++i) {
-    if (c.stage_layers[i] < 0) {
-      issues.push_back({"stage_layers", "stage_layers_non_negative",
-                        "stage_layers[" + str(static_cast<std::int64_t>(i)) + "]=" + str(c.stage_layers[i]) +
-                            " must be >= 0"});
-    }
-  }
-  const std::int64_t sum = std::accumulate(c.stage_layers.begin(), c.stage_layers.end(), std::int64_t{0});
-  if (sum != m.num_layers) {
-    issues.push_back({"stage_layers", "stage_layers_sum",
-                      "stage_layers sums to " + str(sum) + ", need num_layers=" + str(m.num_layers)});
-  }
-  return issues;
 }
 
 }  // namespace
 
 std::string_view to_string(Recompute recompute) { return name_of(kRecomputeNames, recompute); }
-
 Recompute parse_recompute(std::string_view text) { return parse_name(kRecomputeNames, "recompute", text); }
+std::string_view to_string(RecomputeMethod method) { return name_of(kRecomputeMethodNames, method); }
+RecomputeMethod parse_recompute_method(std::string_view text) { return parse_name(kRecomputeMethodNames, "recompute_method", text); }
+std::string_view to_string(Sharding sharding) { return name_of(kShardingNames, sharding); }
+Sharding parse_sharding(std::string_view text) { return parse_name(kShardingNames, "data_parallel_sharding_strategy", text); }
+std::string_view to_string(Fsdp fsdp) { return name_of(kFsdpNames, fsdp); }
+Fsdp parse_fsdp(std::string_view text) { return parse_name(kFsdpNames, "fsdp", text); }
+
+const std::vector<std::string>& recompute_module_names() {
+  static const std::vector<std::string> names = {"core_attn", "mlp", "moe", "moe_act", "layernorm", "mla_up_proj", "shared_experts"};
+  return names;
+}
+
+int ParallelConfig::expert_dp() const {
+  const std::int64_t group = std::int64_t{ep} * expert_tp();
+  return group > 0 ? static_cast<int>(std::int64_t{tp} * cp * dp / group) : 0;
+}
+
+Sharding ParallelConfig::sharding() const {
+  if (fsdp != Fsdp::kNone) return data_parallel_sharding_strategy;
+  return distributed_optimizer ? Sharding::kOptim : Sharding::kNoShard;
+}
 
 std::vector<int> parse_int_list(std::string_view key, std::string_view text) {
   std::vector<int> out;
@@ -186,14 +257,23 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   };
 
   // Sizes first: every later rule divides by them.
-  const std::pair<const char*, int> sizes[] = {{"tp", c.tp}, {"pp", c.pp}, {"vp", c.vp}, {"cp", c.cp},
-                                               {"ep", c.ep}, {"mbs", c.mbs}, {"gbs", c.gbs}};
+  const std::pair<const char*, int> sizes[] = {{"tp", c.tp},   {"pp", c.pp},   {"vp", c.vp},
+                                               {"cp", c.cp},   {"ep", c.ep},   {"mbs", c.mbs},
+                                               {"gbs", c.gbs}, {"num_distributed_optimizer_instances", c.num_distributed_optimizer_instances}};
   for (const auto& [field, value] : sizes) {
     if (value <= 0) error(field, "positive", std::string(field) + "=" + str(value) + " must be positive");
   }
   if (c.dp < 0) error("dp", "non_negative", "dp=" + str(c.dp) + " must be >= 0 (0 = derive from world)");
   if (c.world < 0) error("world", "non_negative", "world=" + str(c.world) + " must be >= 0 (0 = derive from dp)");
   if (c.seq_length < 0) error("seq_length", "non_negative", "seq_length=" + str(c.seq_length) + " must be >= 0");
+  if (c.etp < 0) error("etp", "non_negative", "etp=" + str(c.etp) + " must be >= 0 (0 = tp)");
+  if (c.recompute_num_layers < 0) {
+    error("recompute_num_layers", "non_negative", "recompute_num_layers=" + str(c.recompute_num_layers) + " must be >= 0");
+  }
+  if (!(c.optimizer_offload_fraction >= 0 && c.optimizer_offload_fraction <= 1)) {
+    error("optimizer_offload_fraction", "fraction",
+          "optimizer_offload_fraction=" + std::to_string(c.optimizer_offload_fraction) + " must be within [0, 1]");
+  }
   if (!out.ok()) return out;
 
   // World = TP x PP x CP x DP.
@@ -228,14 +308,30 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (m.ffn_hidden_size % c.tp != 0) {
     error("tp", "tp_divides_ffn", "tp=" + str(c.tp) + " must divide ffn_hidden_size=" + str(m.ffn_hidden_size));
   }
-  if (m.is_moe() && m.moe_ffn_hidden_size % c.tp != 0) {
-    error("tp", "tp_divides_moe_ffn",
-          "tp=" + str(c.tp) + " must divide moe_ffn_hidden_size=" + str(m.moe_ffn_hidden_size) +
-              " (experts use tensor parallel = tp)");
+  const int etp = c.expert_tp();
+  if (m.is_moe() && m.moe_ffn_hidden_size % etp != 0) {
+    error(c.etp > 0 ? "etp" : "tp", "etp_divides_moe_ffn",
+          "expert tensor parallel etp=" + str(etp) + (c.etp > 0 ? "" : " (= tp)") + " must divide moe_ffn_hidden_size=" +
+              str(m.moe_ffn_hidden_size));
   }
 
-  // Layers over PP x VP.
+  // Layers over PP x VP: a layout Megatron can run is never refused; an uneven split without one
+  // is balanced by cost, with a warning giving the layout string.
   for (auto& issue : stage_split_issues(c, m)) out.errors.push_back(std::move(issue));
+  if (out.errors.empty() || out.errors.back().rule != "layers_split") {
+    try {
+      const ResolvedLayout layout = resolve_pipeline_layout(c, m, c.pp * c.vp);
+      if (!layout.warning.empty()) warn("pp", "layers_balanced", layout.warning);
+      int most = 0;
+      for (int d : layout.layout.decoder_counts()) most = std::max(most, d);
+      if (c.recompute_num_layers > most) {
+        error("recompute_num_layers", "recompute_num_layers_within_chunk",
+              "recompute_num_layers=" + str(c.recompute_num_layers) + " exceeds the " + str(most) +
+                  " decoder layers of the largest chunk (Megatron counts it per chunk)");
+      }
+    } catch (const ConfigError&) {
+    }
+  }
   if (c.vp > 1 && c.pp == 1) error("vp", "vp_needs_pp", "vp=" + str(c.vp) + " requires pp > 1");
 
   // Batch: whole microbatches per DP replica.
@@ -262,8 +358,50 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (m.is_moe() && m.num_experts % c.ep != 0) {
     error("ep", "ep_divides_experts", "ep=" + str(c.ep) + " must divide num_experts=" + str(m.num_experts));
   }
-  if (dp > 0 && (dp * c.cp) % c.ep != 0) {
-    error("ep", "ep_divides_dp_cp", "ep=" + str(c.ep) + " must divide dp*cp=" + str(dp * c.cp));
+  // MoE parallel folding (Megatron-Core): the experts' grid ETP x EP x EDP covers the same ranks as
+  // the attention's TP x CP x DP of a pipeline stage.
+  const std::int64_t stage_ranks = std::int64_t{c.tp} * c.cp * dp;
+  if (dp > 0 && stage_ranks % (std::int64_t{c.ep} * etp) != 0) {
+    error("ep", "ep_etp_divide_tp_cp_dp",
+          "ep*etp=" + str(c.ep) + "*" + str(etp) + "=" + str(std::int64_t{c.ep} * etp) + " must divide tp*cp*dp=" + str(c.tp) + "*" +
+              str(c.cp) + "*" + str(dp) + "=" + str(stage_ranks) + " (MoE parallel folding)");
+  }
+
+  // Data-parallel sharding.
+  const int instances = c.num_distributed_optimizer_instances;
+  if (dp > 0 && (dp * c.cp) % instances != 0) {
+    error("num_distributed_optimizer_instances", "instances_divide_dp",
+          "num_distributed_optimizer_instances=" + str(instances) + " must divide dp*cp=" + str(dp * c.cp));
+  }
+  if (c.fsdp == Fsdp::kTorch && (c.pp > 1 || c.ep > 1)) {
+    error("fsdp", "torch_fsdp2_alone",
+          "fsdp=torch (--use-torch-fsdp2) needs pp=1 and ep=1 (Megatron's rule), got pp=" + str(c.pp) + ", ep=" + str(c.ep));
+  }
+  if (c.fsdp == Fsdp::kNone && c.fp8_param_gather == true && !c.distributed_optimizer) {
+    error("fp8_param_gather", "fp8_param_gather_needs_sharding",
+          "fp8_param_gather needs the distributed optimizer or FSDP (the FP8 copy is what the all-gather moves)");
+  }
+
+  // Recompute options belong to one granularity each.
+  if (c.recompute != Recompute::kFull && (c.recompute_num_layers > 0 || c.recompute_method != RecomputeMethod::kUniform)) {
+    error("recompute_method", "recompute_method_needs_full",
+          "recompute_method and recompute_num_layers apply to recompute=full, got recompute=" + std::string(to_string(c.recompute)));
+  }
+  if (c.recompute != Recompute::kSelective && !c.recompute_modules.empty()) {
+    error("recompute_modules", "recompute_modules_need_selective",
+          "recompute_modules apply to recompute=selective, got recompute=" + std::string(to_string(c.recompute)));
+  }
+  for (const std::string& module : c.recompute_modules) {
+    const auto& names = recompute_module_names();
+    if (std::find(names.begin(), names.end(), module) == names.end()) {
+      error("recompute_modules", "recompute_module_name", "recompute_modules: '" + module + "' is not one of " + join(names));
+    }
+    if (module == "mla_up_proj" && !m.multi_latent_attention) {
+      error("recompute_modules", "mla_up_proj_needs_mla", "recompute_modules: mla_up_proj needs multi-latent attention ('" + m.name + "' has none)");
+    }
+    if ((module == "moe" || module == "moe_act") && !m.is_moe()) {
+      error("recompute_modules", "moe_module_needs_moe", "recompute_modules: " + module + " needs an MoE model ('" + m.name + "' is dense)");
+    }
   }
 
   if (c.precision == Precision::kFp8 && gpu.peak_fp8_tflops <= 0) {
@@ -317,10 +455,7 @@ std::vector<int> layers_per_stage(const ParallelConfig& c, const ModelSpec& m) {
   if (c.pp <= 0 || c.vp <= 0) {
     throw ConfigError("pp=" + str(c.pp) + " and vp=" + str(c.vp) + " must be positive");
   }
-  const auto issues = stage_split_issues(c, m);
-  if (!issues.empty()) throw ConfigError(join_messages(issues, "; "));
-  if (!c.stage_layers.empty()) return c.stage_layers;
-  return std::vector<int>(static_cast<std::size_t>(c.pp) * c.vp, m.num_layers / (c.pp * c.vp));
+  return resolve_pipeline_layout(c, m, c.pp * c.vp).layout.decoder_counts();
 }
 
 ParallelConfig parallel_config_from_json(const nlohmann::json& json, std::string_view context) {

@@ -44,10 +44,11 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       c.f += embedding_pass(Pass::F);
       c.w += embedding_pass(Pass::W);
     }
-    if (range.has_output) {
-      c.f += output_pass(Pass::F);
-      c.i += output_pass(Pass::I);
-      c.w += output_pass(Pass::W);
+    if (range.has_loss || range.mtp_layers > 0) {
+      for (Pass pass : {Pass::F, Pass::I, Pass::W}) {
+        PassCost& target = pass == Pass::F ? c.f : pass == Pass::I ? c.i : c.w;
+        target += output_pass(pass, range.has_loss, range.mtp_layers);
+      }
     }
     stages_.push_back(c);
     stage_param_bytes_.push_back(g.stage_params(range).total * kBf16Bytes);  // bf16 gradients on the wire
@@ -176,18 +177,22 @@ PassCost AnalyticCost::embedding_pass(Pass pass) const {
   return p;
 }
 
-PassCost AnalyticCost::output_pass(Pass pass) const {
+PassCost AnalyticCost::output_pass(Pass pass, bool loss, int mtp_layers) const {
   const LayerGeometry& g = *geometry_;
   const ModelSpec& m = g.model();
   const ParallelConfig& c = g.config();
-  const double logits = logits_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor());
-  const double mtp = mtp_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor());
+  const double logits = loss ? logits_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor()) : 0.0;
+  const double mtp = mtp_layers > 0 ? mtp_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor()) *
+                                          mtp_layers / std::max(1, m.mtp_num_layers)
+                                    : 0.0;
   PassCost p;
-  p.gemm_ns = gemm_ns(logits, 1) + gemm_ns(mtp, 8.0 * std::max(1, m.mtp_num_layers));
+  p.gemm_ns = gemm_ns(logits, 1) + gemm_ns(mtp, 8.0 * std::max(1, mtp_layers));
   p.flops = logits + mtp;
   p.launch_ns = 4 * gpu_.kernel_launch_overhead_ns;
-  // Cross-entropy over fp32 logits: written and read in the forward, read and written in I.
-  if (pass != Pass::W) p.elementwise_ns = memory_ns(g.logits_bytes() * 2);
+  // Cross-entropy over fp32 logits (the loss's and each MTP module's): written and read in the
+  // forward, read and written in I.
+  const int heads = (loss ? 1 : 0) + mtp_layers;
+  if (pass != Pass::W) p.elementwise_ns = memory_ns(g.logits_bytes() * 2 * heads);
   if (pass == Pass::I && c.recompute == Recompute::kFull) {
     p.gemm_ns *= 2;
     p.flops *= 2;

@@ -53,7 +53,13 @@ GpuParams LayerGeometry::stage_params(const LayerRange& range) const {
     params.experts += layer.experts;
   }
   const auto vocab = static_cast<std::int64_t>(vocab_per_gpu_ * model_.hidden_size);
-  params.total += (range.has_embedding ? vocab : 0) + (range.has_output ? vocab : 0);
+  params.total += (range.has_embedding ? vocab : 0) + (range.has_loss ? vocab : 0);
+  if (range.mtp_layers > 0) {
+    // MTP modules (their decoder layer, norms and projection), and copies of the shared embedding
+    // and output weights when the module sits apart from them (a standalone MTP stage).
+    params.total += model_.mtp_params() / std::max(1, model_.mtp_num_layers) * range.mtp_layers / config_.tp;
+    params.total += (range.has_embedding ? 0 : vocab) + (range.has_loss ? 0 : vocab);
+  }
   return params;
 }
 

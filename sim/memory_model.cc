@@ -24,11 +24,15 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
         act.freed_by_input_grad += layer_activation_bytes(l) - layer_weight_stash_bytes(l);
       }
     }
-    if (range.has_output) {
-      // fp32 logits kept for the cross-entropy backward; the input-grad frees them.
-      const auto logits = static_cast<std::int64_t>(g.logits_bytes());
+    if (range.has_loss || range.mtp_layers > 0) {
+      // fp32 logits kept for each cross-entropy backward (the loss's and each MTP module's); the
+      // input-grad frees them. An MTP module also keeps a decoder layer's activations.
+      const auto logits = static_cast<std::int64_t>(g.logits_bytes()) * ((range.has_loss ? 1 : 0) + range.mtp_layers);
       act.bytes += logits;
       act.freed_by_input_grad += logits;
+      const std::int64_t mtp_layer = range.mtp_layers * layer_activation_bytes(g.model().num_layers - 1);
+      act.bytes += mtp_layer;
+      act.freed_by_input_grad += mtp_layer;
     }
     stages_.push_back(act);
     params_.push_back(g.stage_params(range));

@@ -136,11 +136,12 @@ TEST(Simulation, ConfigRulesAreErrorsNamingTheRule) {
     EXPECT_NE(std::string(e.what()).find("tp=16 must divide num_query_groups=8"), std::string::npos) << e.what();
   }
   c = layout(m, 4, 3, 1, 1, 8);
+  c.stage_layers = {40, 40};
   try {
     run("llama3-70b", "1f1b", c);
     FAIL();
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find("num_layers=80"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stage_layers has 2 entries, need pp*vp=3"), std::string::npos) << e.what();
   }
   c = layout(m, 4, 4, 1, 1, 6);
   EXPECT_THROW(run("llama3-70b", "dualpipe", c), ScheduleError);  // m=6 < 2*pp

@@ -22,6 +22,29 @@ std::string_view to_string(Recompute recompute);
 /// "none" | "selective" | "full"; InputError naming the valid values otherwise.
 Recompute parse_recompute(std::string_view text);
 
+/// Megatron's --recompute-method for full recompute: each chunk's layers in groups of
+/// recompute_num_layers whose input is kept (uniform), or only its first recompute_num_layers
+/// layers recomputed (block).
+enum class RecomputeMethod { kUniform, kBlock };
+std::string_view to_string(RecomputeMethod method);
+RecomputeMethod parse_recompute_method(std::string_view text);
+
+/// Which data-parallel state is sharded over the data-parallel ranks (Megatron-FSDP's
+/// --data-parallel-sharding-strategy; ZeRO stages 0-3): nothing, the optimizer state (Megatron's
+/// distributed optimizer), also the gradients, also the parameters.
+enum class Sharding { kNoShard, kOptim, kOptimGrads, kOptimGradsParams };
+std::string_view to_string(Sharding sharding);
+Sharding parse_sharding(std::string_view text);
+
+/// Fully sharded data parallelism: none, Megatron-FSDP (--use-megatron-fsdp) or torch FSDP2
+/// (--use-torch-fsdp2).
+enum class Fsdp { kNone, kMegatron, kTorch };
+std::string_view to_string(Fsdp fsdp);
+Fsdp parse_fsdp(std::string_view text);
+
+/// Megatron's --recompute-modules names (selective recompute).
+const std::vector<std::string>& recompute_module_names();
+
 /// A parallel layout. dp = 0 or world = 0 means "derive it" (resolve()); seq_length = 0 means the
 /// model's default; sequence_parallel unset means "on when tp > 1" (Megatron's usual choice).
 struct ParallelConfig {
@@ -29,7 +52,8 @@ struct ParallelConfig {
   int pp = 1;     // pipeline parallel (ranks)
   int vp = 1;     // virtual pipeline chunks per rank
   int cp = 1;     // context parallel
-  int ep = 1;     // expert parallel (inside dp*cp)
+  int ep = 1;     // expert parallel (MoE parallel folding: ep * etp divides tp * cp * dp)
+  int etp = 0;    // expert tensor parallel (0 = tp, Megatron's default)
   int dp = 0;     // data parallel
   int world = 0;  // GPUs
   int mbs = 1;    // micro-batch size (sequences)
@@ -37,9 +61,30 @@ struct ParallelConfig {
   int seq_length = 0;
   std::optional<bool> sequence_parallel;
   Recompute recompute = Recompute::kNone;
-  bool distributed_optimizer = true;
-  std::vector<int> stage_layers;  // optional: layers per virtual stage, size pp*vp, in model order
+  RecomputeMethod recompute_method = RecomputeMethod::kUniform;  // full recompute only
+  int recompute_num_layers = 0;                                  // full recompute: 0 = every layer of a chunk
+  std::vector<std::string> recompute_modules;                    // selective: empty = {"core_attn"}, Megatron's default
+  // The pipeline split, given at most one way (pipeline_layout.h); none = even, or cost-balanced.
+  std::vector<int> stage_layers;  // decoder layers per virtual stage, size pp*vp, in model order
+  std::string pipeline_layout;    // Megatron's --pipeline-model-parallel-layout
+  int decoder_first_pipeline_num_layers = 0;
+  int decoder_last_pipeline_num_layers = 0;
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
   Precision precision = Precision::kBf16;
+  // Data parallelism and sharding. Defaults are the Megatron-Bridge performance recipes':
+  // distributed optimizer, overlapped gradient reduce-scatter and parameter all-gather, bf16
+  // gradient buffers and reductions (grad_reduce_in_fp32 false), FP8 parameters all-gathered in FP8.
+  bool distributed_optimizer = true;
+  Fsdp fsdp = Fsdp::kNone;
+  Sharding data_parallel_sharding_strategy = Sharding::kOptimGradsParams;  // with fsdp
+  int num_distributed_optimizer_instances = 1;  // HSDP / partial distributed optimizer: shards within dp*cp / n
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = true;
+  bool grad_reduce_in_fp32 = false;
+  bool use_precision_aware_optimizer = false;   // bf16 Adam moments (exp_avg, exp_avg_sq), fp32 main params
+  std::optional<bool> fp8_param_gather;         // unset: on with precision fp8
+  double optimizer_offload_fraction = 0;        // share of the optimizer state kept in host memory
 
   bool operator==(const ParallelConfig&) const = default;
 
@@ -47,6 +92,13 @@ struct ParallelConfig {
   int microbatches() const;
   bool sequence_parallel_enabled() const { return sequence_parallel.value_or(tp > 1); }
   int virtual_stages() const { return pp * vp; }
+  /// Expert tensor parallel in effect (etp, or tp when unset).
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  /// Expert data parallel: the ranks of tp * cp * dp that hold the same experts, (tp*cp*dp) / (ep*etp).
+  int expert_dp() const;
+  /// What is sharded over data parallel: the FSDP strategy, or the distributed optimizer's state.
+  Sharding sharding() const;
+  bool fp8_param_gather_enabled() const { return fp8_param_gather.value_or(precision == Precision::kFp8); }
 };
 
 /// Fills the derived fields: dp from world = tp*pp*cp*dp (or world from dp), seq_length from the model,
@@ -77,9 +129,9 @@ ConfigCheck check(const ParallelConfig& config, const ModelSpec& model, const Gp
 /// Throws ConfigError with every error message of check(), one per line.
 void require_valid(const ParallelConfig& config, const ModelSpec& model, const GpuSpec& gpu);
 
-/// Transformer layers of each virtual stage in model order (size pp*vp; which rank runs stage s is the
-/// schedule's placement, loop or V): stage_layers if given, else an even split. ConfigError if neither
-/// works.
+/// Decoder layers of each virtual stage in model order (size pp*vp; which rank runs stage s is the
+/// schedule's placement, loop or V): the resolved pipeline layout's (pipeline_layout.h). ConfigError
+/// naming the field and rule when the split is impossible.
 std::vector<int> layers_per_stage(const ParallelConfig& config, const ModelSpec& model);
 
 /// Strict JSON with the field names above ("recompute": "selective", "precision": "fp8", ...); gbs is

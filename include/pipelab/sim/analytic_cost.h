@@ -72,7 +72,8 @@ class AnalyticCost final : public CostModel {
   enum class Pass { F, I, W };  // forward, input-grad, weight-grad
 
   PassCost layer_pass(int layer, Pass pass) const;
-  PassCost output_pass(Pass pass) const;
+  /// The loss (final norm, LM head, cross-entropy) and/or `mtp_layers` MTP modules of a stage.
+  PassCost output_pass(Pass pass, bool loss, int mtp_layers) const;
   PassCost embedding_pass(Pass pass) const;
   double gemm_ns(double flops, double calls) const;
   double memory_ns(double bytes) const;
