@@ -20,7 +20,7 @@ double attention_projection_flops_per_token(const ModelSpec& m) {
     return 2 * (q_term + m.kv_lora_rank * (h + n * (m.qk_head_dim + m.v_head_dim) + 1) +
                 h * m.qk_pos_emb_head_dim);
   }
-  const double q = static_cast<double>(m.num_attention_heads) * m.kv_channels;
+  const double q = static_cast<double>(m.query_projection_size());  // may exceed h (gpt-oss: 4096 > 2880)
   const double kv = static_cast<double>(m.num_query_groups) * m.kv_channels;
   return 2 * h * (q + 2 * kv);
 }
@@ -28,17 +28,26 @@ double attention_projection_flops_per_token(const ModelSpec& m) {
 double attention_out_flops_per_token(const ModelSpec& m) {
   const double h = m.hidden_size;
   if (m.multi_latent_attention) return 2.0 * m.num_attention_heads * m.v_head_dim * h;
-  return 2.0 * m.num_attention_heads * m.kv_channels * h;
+  return 2.0 * static_cast<double>(m.query_projection_size()) * h;
 }
 
-// Causal core attention per token: QK^T and scores x V over half of the s keys.
-double attention_core_flops_per_token(const ModelSpec& m, double s) {
+// Keys a query attends to on average, as Megatron counts them: s/2 under the causal mask (Megatron-LM
+// training.py); in a sliding-window layer W = window_size + 1 keys (the window and the query itself)
+// once the window is full, averaged over the sequence: (W(W+1)/2 + (s-W)W)/s = W - W(W-1)/(2s)
+// (Megatron-Bridge flop_utils.py, whose count falls back to s/2 when W >= s).
+double attended_keys_per_query(const ModelSpec& m, bool windowed, double s) {
+  const double window = m.window_size + 1.0;
+  if (!windowed || window >= s) return s / 2;
+  return window - window * (window - 1) / (2 * s);
+}
+
+// Core attention per token: QK^T and scores x V over `keys` keys.
+double attention_core_flops_per_token(const ModelSpec& m, double keys) {
   const double n = m.num_attention_heads;
   if (m.multi_latent_attention) {
-    return 2 * (s * n * (m.qk_head_dim + m.qk_pos_emb_head_dim) / 2 + s * n * m.v_head_dim / 2);
+    return 2 * (keys * n * (m.qk_head_dim + m.qk_pos_emb_head_dim) + keys * n * m.v_head_dim);
   }
-  const double q = n * m.kv_channels;
-  return 2 * (q * s / 2 * 2);
+  return 2 * (static_cast<double>(m.query_projection_size()) * keys * 2);
 }
 
 double mlp_flops_per_token(const ModelSpec& m, bool moe) {
@@ -49,10 +58,12 @@ double mlp_flops_per_token(const ModelSpec& m, bool moe) {
                   static_cast<double>(m.moe_shared_expert_intermediate_size) * gated);
 }
 
-LayerFlops layer_flops(const ModelSpec& m, bool moe, double tokens, double s, double split) {
+LayerFlops layer_flops(const ModelSpec& m, int layer, double tokens, double s, double split) {
+  const bool moe = m.is_moe_layer(layer);
   LayerFlops f;
   f.qkv = tokens * attention_projection_flops_per_token(m) / split;
-  f.attention_core = tokens * attention_core_flops_per_token(m, s) / split;
+  f.attention_core =
+      tokens * attention_core_flops_per_token(m, attended_keys_per_query(m, m.is_window_attention_layer(layer), s)) / split;
   f.attn_out = tokens * attention_out_flops_per_token(m) / split;
   f.mlp = tokens * mlp_flops_per_token(m, moe) / split;
   f.router = moe ? tokens * 2.0 * m.hidden_size * m.num_experts / split : 0;
@@ -79,15 +90,18 @@ double megatron_model_flops(const ModelSpec& m, std::int64_t global_batch, std::
   // MTP modules count as extra layers shaped like the last layer.
   const int mtp = m.mtp_num_layers;
   const bool last_is_moe = m.is_moe_layer(m.num_layers - 1);
+  const bool last_is_windowed = m.is_window_attention_layer(m.num_layers - 1);
   const double moe_layers = m.num_moe_layers() + (last_is_moe ? mtp : 0);
   const double dense_layers = m.num_layers - m.num_moe_layers() + (last_is_moe ? 0 : mtp);
+  const double windowed_layers = m.num_window_attention_layers() + (last_is_windowed ? mtp : 0);
   const double layers = m.num_layers + mtp;
 
   // Per token, forward only (x2 for FMA already inside); x3 below for forward + dgrad + wgrad.
   const double per_token =
       dense_layers * mlp_flops_per_token(m, false) + moe_layers * mlp_flops_per_token(m, true) +
-      layers * (attention_projection_flops_per_token(m) + attention_core_flops_per_token(m, s) +
-                attention_out_flops_per_token(m)) +
+      layers * (attention_projection_flops_per_token(m) + attention_out_flops_per_token(m)) +
+      (layers - windowed_layers) * attention_core_flops_per_token(m, attended_keys_per_query(m, false, s)) +
+      windowed_layers * attention_core_flops_per_token(m, attended_keys_per_query(m, true, s)) +
       mtp * 2 * (3 * h + 2 * h * h) +                                                   // MTP norms + eh proj
       2 * h * static_cast<double>(padded_vocab_size(m, vocab_divisor)) * (mtp + 1);  // logits
   return 3 * static_cast<double>(global_batch) * s * per_token;
@@ -104,7 +118,7 @@ LayerFlops layer_forward_flops(const ModelSpec& m, int layer, std::int64_t mbs, 
   require_positive("tp", tp);
   require_positive("cp", cp);
   const double s = static_cast<double>(seq_length);
-  return layer_flops(m, m.is_moe_layer(layer), static_cast<double>(mbs) * s, s, static_cast<double>(tp) * cp);
+  return layer_flops(m, layer, static_cast<double>(mbs) * s, s, static_cast<double>(tp) * cp);
 }
 
 double logits_forward_flops(const ModelSpec& m, std::int64_t mbs, std::int64_t seq_length, int tp, int cp,

@@ -31,7 +31,10 @@ const std::array kFields = {
     Field{"normalization", &ModelSpec::normalization},
     Field{"position_embedding_type", &ModelSpec::position_embedding_type},
     Field{"add_bias_linear", &ModelSpec::add_bias_linear},
+    Field{"add_qkv_bias", &ModelSpec::add_qkv_bias},
     Field{"qk_layernorm", &ModelSpec::qk_layernorm},
+    Field{"window_size", &ModelSpec::window_size},
+    Field{"window_attn_skip_freq", &ModelSpec::window_attn_skip_freq},
     Field{"num_experts", &ModelSpec::num_experts},
     Field{"moe_router_topk", &ModelSpec::moe_router_topk},
     Field{"moe_ffn_hidden_size", &ModelSpec::moe_ffn_hidden_size},
@@ -70,6 +73,23 @@ std::int64_t mlp_block_params(const ModelSpec& m, std::int64_t ffn) {
 
 std::string str(std::int64_t v) { return std::to_string(v); }
 
+// Megatron's --window-size is a tuple "(left, right)" or "left,right"; a causal decoder's right side
+// is 0, so the field keeps the left size. Plain integers pass through.
+std::string window_size_text(std::string_view value) {
+  std::string text;
+  for (const char c : value) {
+    if (c != '(' && c != ')' && c != ' ') text += c;
+  }
+  const std::size_t comma = text.find(',');
+  if (comma == std::string::npos) return text;
+  const std::string right = text.substr(comma + 1);
+  if (right != "0") {
+    throw InputError("window_size=" + std::string(value) + ": expected an integer or Megatron's (left, 0); the right "
+                     "side must be 0 (a causal decoder sees no later tokens)");
+  }
+  return text.substr(0, comma);
+}
+
 }  // namespace
 
 bool ModelSpec::is_moe_layer(int layer) const {
@@ -80,6 +100,17 @@ bool ModelSpec::is_moe_layer(int layer) const {
 int ModelSpec::num_moe_layers() const {
   int count = 0;
   for (int i = 0; i < num_layers; ++i) count += is_moe_layer(i) ? 1 : 0;
+  return count;
+}
+
+bool ModelSpec::is_window_attention_layer(int layer) const {
+  if (window_size <= 0) return false;
+  return window_attn_skip_freq <= 0 || (layer + 1) % window_attn_skip_freq != 0;
+}
+
+int ModelSpec::num_window_attention_layers() const {
+  int count = 0;
+  for (int i = 0; i < num_layers; ++i) count += is_window_attention_layer(i) ? 1 : 0;
   return count;
 }
 
@@ -108,7 +139,8 @@ std::int64_t ModelSpec::attention_params() const {
   const std::int64_t q = n * kv_channels;
   const std::int64_t kv = std::int64_t{num_query_groups} * kv_channels;
   params += h * (q + 2 * kv) + q * h;
-  if (add_bias_linear) params += q + 2 * kv + h;
+  if (add_bias_linear || add_qkv_bias) params += q + 2 * kv;
+  if (add_bias_linear) params += h;
   if (qk_layernorm) params += 2 * norm_params(*this, kv_channels);
   return params;
 }
@@ -223,6 +255,8 @@ void validate(const ModelSpec& m, std::string_view context) {
                        str(m.num_query_groups));
     }
   }
+  non_negative("window_size", m.window_size);
+  non_negative("window_attn_skip_freq", m.window_attn_skip_freq);
   non_negative("mtp_num_layers", m.mtp_num_layers);
   if (errors.empty()) return;
 
@@ -260,7 +294,7 @@ void apply_override(ModelSpec& model, std::string_view raw_key, std::string_view
   const Field* field = detail::find_field(kFields, key);
   if (field == nullptr) detail::throw_unknown_field("model", raw_key, model_spec_keys());
   ModelSpec m = model;
-  detail::set_field(*field, m, value);
+  detail::set_field(*field, m, key == "window_size" ? window_size_text(value) : std::string(value));
 
   // Values that were Megatron's derivation from the old sizes follow the new sizes.
   const bool sizes_changed = key == "hidden_size" || key == "num_attention_heads" || key == "swiglu";

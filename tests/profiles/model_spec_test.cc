@@ -136,6 +136,15 @@ TEST(ModelSpecRules, ViolationsNameFieldAndRule) {
               HasSubstr("multi_latent_attention needs num_query_groups=num_attention_heads=8"));
 }
 
+TEST(ModelSpecRules, WindowFieldsAreNonNegative) {
+  nlohmann::json json = minimal_json();
+  json["window_size"] = -1;
+  json["window_attn_skip_freq"] = -2;
+  const std::string message = error_message<ConfigError>([&] { model_spec_from_json(json, "m.json"); });
+  EXPECT_THAT(message, HasSubstr("window_size=-1 must be >= 0"));
+  EXPECT_THAT(message, HasSubstr("window_attn_skip_freq=-2 must be >= 0"));
+}
+
 TEST(ModelSpecOverride, SetsMegatronNamedFields) {
   ModelSpec model = model_preset("llama3-70b");
   apply_override(model, "num_layers", "40");
@@ -168,6 +177,23 @@ TEST(ModelSpecOverride, DerivedFieldsFollowSizeChanges) {
   EXPECT_EQ(llama.kv_channels, 8192 / 32);
 }
 
+TEST(ModelSpecOverride, WindowSizeTakesMegatronTuple) {
+  // Megatron's --window-size is tuple_type: "128,0" or "(128, 0)"; the causal right side must be 0.
+  ModelSpec model = model_preset("llama3-8b");
+  apply_override(model, "--window-size", "(4096, 0)");
+  EXPECT_EQ(model.window_size, 4096);
+  apply_override(model, "window-size", "128,0");
+  EXPECT_EQ(model.window_size, 128);
+  apply_override(model, "window_attn_skip_freq", "4");
+  EXPECT_EQ(model.window_attn_skip_freq, 4);
+  apply_override(model, "window_size", "0");
+  EXPECT_EQ(model.window_size, 0);
+  EXPECT_THAT(error_message<InputError>([&] { apply_override(model, "window_size", "128,64"); }),
+              HasSubstr("window_size=128,64: expected an integer or Megatron's (left, 0); the right side must be 0"));
+  EXPECT_THAT(error_message<InputError>([&] { apply_override(model, "window_size", "(a, 0)"); }),
+              HasSubstr("window_size=a: expected an integer"));
+}
+
 TEST(ModelSpecOverride, ErrorsAreClearAndLeaveModelUnchanged) {
   ModelSpec model = model_preset("llama3-8b");
   const ModelSpec before = model;
@@ -197,6 +223,71 @@ TEST(ModelSpecLayers, MoeLayerPattern) {
   EXPECT_FALSE(every_other.is_moe_layer(1));
   EXPECT_EQ(every_other.num_moe_layers(), 16);
   EXPECT_EQ(model_preset("llama3-8b").num_moe_layers(), 0);
+}
+
+TEST(ModelSpecLayers, WindowAttentionPattern) {
+  // gpt-oss: window_size (128, 0) with window_attn_skip_freq 2; Megatron's 1-based layer n is
+  // sliding-window iff n % 2 != 0, so 0-based layers 0, 2, 4, ... are windowed (18 of 36).
+  const ModelSpec oss = model_preset("gpt-oss-120b");
+  EXPECT_TRUE(oss.is_window_attention_layer(0));
+  EXPECT_FALSE(oss.is_window_attention_layer(1));
+  EXPECT_TRUE(oss.is_window_attention_layer(34));
+  EXPECT_FALSE(oss.is_window_attention_layer(35));
+  EXPECT_EQ(oss.num_window_attention_layers(), 18);
+
+  ModelSpec every_layer = oss;
+  apply_override(every_layer, "window_attn_skip_freq", "0");  // Megatron None: every layer windowed
+  EXPECT_EQ(every_layer.num_window_attention_layers(), 36);
+  apply_override(every_layer, "window_attn_skip_freq", "4");  // 3 windowed : 1 full
+  EXPECT_EQ(every_layer.num_window_attention_layers(), 27);
+  EXPECT_FALSE(every_layer.is_window_attention_layer(3));
+  apply_override(every_layer, "window_size", "0");  // no window: the frequency has no effect
+  EXPECT_EQ(every_layer.num_window_attention_layers(), 0);
+  EXPECT_EQ(model_preset("llama3-8b").num_window_attention_layers(), 0);
+}
+
+TEST(ModelSpecLayers, QueryProjectionWiderThanHidden) {
+  // gpt-oss: 64 heads x 64 = 4096 query width on a 2880 hidden size (kv_channels given, not h/n).
+  const ModelSpec oss = model_preset("gpt-oss-120b");
+  EXPECT_EQ(oss.query_projection_size(), 4096);
+  const std::int64_t h = 2880, q = 4096, kv = 8 * 64;
+  // q/k/v and out projections with biases, RMSNorm.
+  EXPECT_EQ(oss.attention_params(), h * (q + 2 * kv) + q * h + (q + 2 * kv + h) + h);
+}
+
+TEST(ModelSpecParams, QkvBiasOnly) {
+  // Qwen2.5: add_qkv_bias without add_bias_linear: biases on q, k, v only (Megatron attention.py:
+  // bias = add_bias_linear or add_qkv_bias on linear_qkv).
+  const ModelSpec qwen = model_preset("qwen2.5-7b");
+  const std::int64_t h = 3584, q = 3584, kv = 4 * 128;
+  EXPECT_EQ(qwen.attention_params(), h * (q + 2 * kv) + q * h + (q + 2 * kv) + h);
+  EXPECT_EQ(qwen.dense_mlp_params(), 3 * h * 18944 + h);
+}
+
+// The calibration-file models and Qwen2.5-7B against their published sizes.
+TEST(ModelSpecParams, CalibrationModelsMatchPublishedCounts) {
+  auto within = [](double actual, double expected, double tolerance) {
+    return std::abs(actual / expected - 1) <= tolerance;
+  };
+  // GPT-3 paper (Brown et al. 2020) Table 2.1: 175.0B (ours 174.6B).
+  EXPECT_TRUE(within(model_preset("gpt3-175b").total_params(), 175.0e9, 0.005));
+  // NeMo / Megatron-Bridge GPTConfig5B, named "5B" (ours 5.05B: 4.83B in layers + 0.21B embeddings).
+  EXPECT_TRUE(within(model_preset("gpt3-5b").total_params(), 5e9, 0.02));
+  // Llama 2 paper (Touvron et al. 2023) sizes 7B / 70B; the exact counts of the released HF
+  // checkpoints (sum of tensor sizes) are 6,738,415,616 and 68,976,648,192.
+  EXPECT_EQ(model_preset("llama2-7b").total_params(), 6'738'415'616);
+  EXPECT_EQ(model_preset("llama2-70b").total_params(), 68'976'648'192);
+  // Nemotron-4 340B (NVIDIA 2024; HF model card Nemotron-4-340B-Base: "340 billion parameters"); ours 341.0B.
+  EXPECT_TRUE(within(model_preset("nemotron-340b").total_params(), 340e9, 0.005));
+  // gpt-oss model card (OpenAI 2025): 116.8B total, 5.1B active per token, the active count taking
+  // the unembedding but not the input embedding (attention sinks, 2304 parameters, not modelled).
+  const ModelSpec oss = model_preset("gpt-oss-120b");
+  EXPECT_TRUE(within(oss.total_params(), 116.8e9, 0.001));
+  EXPECT_TRUE(within(oss.active_params() - std::int64_t{oss.vocab_size} * oss.hidden_size, 5.1e9, 0.01));
+  // Qwen2.5-7B model card: 7.61B parameters, 6.53B non-embedding.
+  const ModelSpec qwen = model_preset("qwen2.5-7b");
+  EXPECT_TRUE(within(qwen.total_params(), 7.61e9, 0.002));
+  EXPECT_TRUE(within(qwen.total_params() - qwen.embedding_params(), 6.53e9, 0.002));
 }
 
 // Published totals: Llama 3 paper / model cards (8.03B, 70.6B, 405B), Mixtral 46.7B/12.9B active,

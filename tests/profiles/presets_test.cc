@@ -20,9 +20,12 @@ const std::filesystem::path kSourceDir = PIPELAB_PROFILES_SOURCE_DIR;
 
 TEST(Presets, NamesAreTheShippedFiles) {
   EXPECT_THAT(model_preset_names(),
-              ElementsAre("deepseek-v3", "gpt-1.5b", "gpt-14.6b", "gpt-28.3b", "gpt-6.2b", "llama3-70b",
-                          "llama3-8b", "llama3.1-405b", "mixtral-8x7b", "qwen3-235b-a22b", "qwen3-30b-a3b"));
-  EXPECT_THAT(gpu_preset_names(), ElementsAre("a100-80g", "b200", "gb200", "h100-sxm", "h200"));
+              ElementsAre("deepseek-v3", "gpt-1.5b", "gpt-14.6b", "gpt-28.3b", "gpt-6.2b", "gpt-oss-120b",
+                          "gpt3-175b", "gpt3-5b", "llama2-70b", "llama2-7b", "llama3-70b", "llama3-8b",
+                          "llama3.1-405b", "mixtral-8x7b", "nemotron-340b", "qwen2.5-7b", "qwen3-235b-a22b",
+                          "qwen3-30b-a3b"));
+  EXPECT_THAT(gpu_preset_names(), ElementsAre("a100-80g", "a800", "b200", "b300", "gb200", "gb300", "h100-sxm",
+                                              "h20", "h200", "h800"));
 }
 
 TEST(Presets, EveryModelLoadsAndPassesItsRules) {
@@ -56,13 +59,72 @@ TEST(Presets, UnknownNameListsValidOnes) {
   const std::string message = error_message<InputError>([] { model_preset("llama4"); });
   EXPECT_THAT(message, HasSubstr("unknown model preset 'llama4'; valid: deepseek-v3, gpt-1.5b"));
   EXPECT_THAT(message, HasSubstr("(or a path ending in .json)"));
-  EXPECT_THAT(error_message<InputError>([] { gpu_preset("h100"); }),
-              HasSubstr("unknown gpu preset 'h100'; valid: a100-80g, b200, gb200, h100-sxm, h200"));
+  const std::string gpu = error_message<InputError>([] { gpu_preset("h300"); });
+  EXPECT_THAT(gpu, HasSubstr("unknown gpu preset 'h300'; valid: a100-80g, a800, b200, b300, gb200, gb300, "
+                             "h100-sxm, h20, h200, h800 (or a path ending in .json)"));
+  EXPECT_THAT(gpu, HasSubstr("; aliases: a100, a100-80gb, A100-SXM4-80GB, NVIDIA A100-SXM4-80GB, "));
+  EXPECT_THAT(error_message<InputError>([] { gpu_preset("h100-sxn"); }), HasSubstr("did you mean 'h100-sxm'?"));
+  EXPECT_THAT(error_message<InputError>([] { gpu_preset("NVIDIA H100 PCIe"); }),
+              HasSubstr("unknown gpu preset 'NVIDIA H100 PCIe'; valid: a100-80g"));
 }
 
 TEST(Presets, LookupIsCaseInsensitive) {
   EXPECT_EQ(model_preset("Llama3-70B"), model_preset("llama3-70b"));
   EXPECT_EQ(gpu_preset("H100-SXM"), gpu_preset("h100-sxm"));
+}
+
+TEST(PresetAliases, GpuNamesUsersType) {
+  // Marketing and cloud spellings, the CUDA device names (cudaDeviceProp::name, nvidia-smi) and the
+  // Kubernetes GPU label, matched ignoring case with spaces and underscores as dashes.
+  for (const char* name : {"h100", "H100", "H100-SXM5-80GB", "H100 SXM", "h100_sxm", "NVIDIA H100 80GB HBM3",
+                           "NVIDIA-H100-80GB-HBM3", " NVIDIA H100 80GB HBM3 "}) {
+    EXPECT_EQ(gpu_preset(name).name, "h100-sxm") << name;
+  }
+  for (const char* name : {"a100", "A100-SXM4-80GB", "NVIDIA A100-SXM4-80GB"}) EXPECT_EQ(gpu_preset(name).name, "a100-80g") << name;
+  EXPECT_EQ(gpu_preset("NVIDIA A800-SXM4-80GB").name, "a800");
+  EXPECT_EQ(gpu_preset("NVIDIA H800").name, "h800");
+  EXPECT_EQ(gpu_preset("NVIDIA H20").name, "h20");
+  EXPECT_EQ(gpu_preset("NVIDIA H200").name, "h200");
+  EXPECT_EQ(gpu_preset("NVIDIA B200").name, "b200");
+  EXPECT_EQ(gpu_preset("NVIDIA B300 SXM6 AC").name, "b300");
+  EXPECT_EQ(gpu_preset("NVIDIA GB200").name, "gb200");
+  EXPECT_EQ(gpu_preset("NVIDIA GB300").name, "gb300");
+  EXPECT_EQ(load_gpu("h100"), gpu_preset("h100-sxm"));
+  EXPECT_EQ(gpu_preset_json("NVIDIA H100 80GB HBM3"), gpu_preset_json("h100-sxm"));
+}
+
+TEST(PresetAliases, EveryAliasLoadsItsPreset) {
+  for (const auto& name : gpu_preset_names()) {
+    for (const auto& alias : gpu_preset_aliases(name)) EXPECT_EQ(gpu_preset(alias).name, name) << alias;
+  }
+  for (const auto& name : model_preset_names()) {
+    for (const auto& alias : model_preset_aliases(name)) EXPECT_EQ(model_preset(alias).name, name) << alias;
+  }
+  EXPECT_THAT(gpu_preset_aliases("h100"), ::testing::Contains("NVIDIA H100 80GB HBM3"));
+  EXPECT_THAT(gpu_preset_aliases("a800"), ElementsAre("A800-SXM4-80GB", "NVIDIA A800-SXM4-80GB"));
+  EXPECT_THAT(model_preset_aliases("qwen2.5-7b"), ::testing::IsEmpty());
+}
+
+TEST(PresetAliases, ModelSpellings) {
+  EXPECT_EQ(model_preset("llama-3-70b").name, "llama3-70b");
+  EXPECT_EQ(model_preset("Llama3.1-70B").name, "llama3-70b");
+  EXPECT_EQ(model_preset("llama_3.1_8b").name, "llama3-8b");
+  EXPECT_EQ(model_preset("Nemotron-4-340B").name, "nemotron-340b");
+  EXPECT_EQ(load_model("llama-2-70b"), model_preset("llama2-70b"));
+  EXPECT_THAT(error_message<InputError>([] { model_preset("llama3-70"); }), HasSubstr("did you mean 'llama3-70b'?"));
+}
+
+TEST(PresetAliases, CudaDeviceNames) {
+  EXPECT_EQ(gpu_preset_for_device_name("NVIDIA H100 80GB HBM3"), "h100-sxm");
+  EXPECT_EQ(gpu_preset_for_device_name("NVIDIA A100-SXM4-80GB"), "a100-80g");
+  EXPECT_EQ(gpu_preset_for_device_name("NVIDIA H200"), "h200");
+  EXPECT_EQ(gpu_preset_for_device_name("NVIDIA B300 SXM6 AC"), "b300");
+  EXPECT_EQ(gpu_preset_for_device_name("NVIDIA GB300"), "gb300");
+  // Other parts of a family have other peaks or memory: no preset, so MFU asks for --gpu.
+  EXPECT_EQ(gpu_preset_for_device_name("NVIDIA H100 PCIe"), "");
+  EXPECT_EQ(gpu_preset_for_device_name("NVIDIA H100 NVL"), "");
+  EXPECT_EQ(gpu_preset_for_device_name("NVIDIA A100-SXM4-40GB"), "");
+  EXPECT_EQ(gpu_preset_for_device_name(""), "");
 }
 
 TEST(Presets, LoadByNameOrPath) {

@@ -18,7 +18,9 @@ std::int64_t padded_vocab_size(const ModelSpec& model, int vocab_divisor = 128);
 /// Forward + backward FLOPs of one iteration as Megatron-LM main's
 /// `training.py::num_floating_point_operations` computes them (2025 form: causal attention halved,
 /// GQA, SwiGLU, MoE top-k + shared experts + leading dense layers, MLA, MTP, logits on the padded
-/// vocabulary). No recompute FLOPs, no router GEMM. Pass megatron_vocab_divisor(tp) to match a run.
+/// vocabulary), with Megatron-Bridge's sliding-window term for windowed layers (which Megatron-LM
+/// counts as full causal). No recompute FLOPs, no router GEMM. Pass megatron_vocab_divisor(tp) to
+/// match a run.
 double megatron_model_flops(const ModelSpec& model, std::int64_t global_batch, std::int64_t seq_length,
                             int vocab_divisor = 128);
 
@@ -28,7 +30,7 @@ double megatron_model_flops(const ModelSpec& model, std::int64_t global_batch, s
 /// weight-grad; core attention has no weights, so its 2x backward is all input-grad.
 struct LayerFlops {
   double qkv = 0;             // Q/K/V projections (MLA: down/up projections and decoupled RoPE)
-  double attention_core = 0;  // QK^T and scores x V, causal-halved
+  double attention_core = 0;  // QK^T and scores x V: causal-halved, or over the sliding window
   double attn_out = 0;        // output projection
   double mlp = 0;             // dense MLP, or routed top-k experts + shared experts
   double router = 0;          // MoE gate GEMM h x num_experts (not in Megatron's count)

@@ -1,5 +1,5 @@
-// ModelSpec: a transformer architecture in Megatron-LM's vocabulary (dense, GQA, MoE, MLA, MTP), its
-// strict JSON form, command-line overrides and parameter counts.
+// ModelSpec: a transformer architecture in Megatron-LM's vocabulary (dense, GQA, sliding-window
+// attention, MoE, MLA, MTP), its strict JSON form, command-line overrides and parameter counts.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +31,12 @@ struct ModelSpec {
   std::string normalization = "layernorm";                // "layernorm" | "rmsnorm"
   std::string position_embedding_type = "learned_absolute";  // "learned_absolute" | "rope" | "none"
   bool add_bias_linear = true;   // biases on the linear layers (GPT yes, Llama no)
+  bool add_qkv_bias = false;     // biases on the QKV projection only (Qwen2/2.5); implied by add_bias_linear
   bool qk_layernorm = false;     // per-head norm on Q and K (Qwen3)
+
+  // --- sliding-window attention (gpt-oss) ---
+  int window_size = 0;           // earlier tokens a query sees besides itself (Megatron (W, 0)); 0 = full causal
+  int window_attn_skip_freq = 0; // with a window, 1-based layer n is full attention iff n % freq == 0; 0 = none
 
   // --- mixture of experts (num_experts = 0: dense) ---
   int num_experts = 0;
@@ -58,6 +63,10 @@ struct ModelSpec {
   /// True if layer `layer` (0-based, < num_layers) has an MoE MLP.
   bool is_moe_layer(int layer) const;
   int num_moe_layers() const;
+  /// True if layer `layer` (0-based, < num_layers) uses sliding-window attention (Megatron's
+  /// is_layer_window_attention with the 1-based layer number layer + 1).
+  bool is_window_attention_layer(int layer) const;
+  int num_window_attention_layers() const;
   /// Query projection width (heads x head dim); for MLA, heads x (qk_head_dim + qk_pos_emb_head_dim).
   std::int64_t query_projection_size() const;
 
