@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <limits>
 
@@ -246,6 +247,15 @@ TEST(LoadResult, BadTimelineAndMemoryEntriesAreNamed) {
   EXPECT_THAT(load_error(j), HasSubstr("ranks[0]: missing field \"busy_ns\""));
 }
 
+TEST(LoadResult, EntriesThatAreNotObjectsAreNamed) {
+  json j = fixture_json("simulate_1f1b_2r_3mb.json");
+  j["ranks"][1] = 3;
+  EXPECT_EQ(load_error(j, "s.json"), "s.json: ranks[1]: must be an object");
+  j = fixture_json("compare_2r_4mb.json");
+  j["results"][2]["summary"] = json::array();
+  EXPECT_EQ(load_error(j, "c.json"), "c.json: results[2].summary: must be an object");
+}
+
 TEST(LoadResultFile, ErrorsNameThePath) {
   try {
     load_result_file(data_path("no_such_file.json"));
@@ -259,6 +269,17 @@ TEST(LoadResultFile, ErrorsNameThePath) {
     FAIL();
   } catch (const InputError& e) {
     EXPECT_THAT(e.what(), HasSubstr("README.md: not JSON"));
+  }
+  // A number beyond double's range is bad input too, not an internal error.
+  const std::filesystem::path dir = std::filesystem::path(PIPELAB_BINARY_DIR) / "test-artifacts" / "load";
+  std::filesystem::create_directories(dir);
+  const std::string huge = (dir / "huge.json").string();
+  write_text_file(huge, "{\"format\": \"pipelab.result\", \"version\": 1e999}", "test file");
+  try {
+    load_result_file(huge);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("huge.json: not JSON (number overflow parsing '1e999')"));
   }
 }
 
