@@ -83,11 +83,12 @@ Schedule add_send_recv(const Schedule& compute) {
   return with_ranks(compute, std::move(out));
 }
 
-Schedule add_reduce_grad(const Schedule& s) {
+Schedule add_reduce_grad(const Schedule& s, ReduceGradPlacement placement) {
   std::vector<std::vector<Slot>> ranks(s.ranks.size());
   const int per_chain = s.shape.microbatches_per_chain();
   std::vector<int> weight_grads(static_cast<std::size_t>(s.shape.stages), 0);
   for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    std::vector<Slot> reductions;
     for (const Slot& slot : s.ranks[r]) {
       ranks[r].push_back(slot);
       if (!slot) continue;
@@ -96,9 +97,15 @@ Schedule add_reduce_grad(const Schedule& s) {
       if (slot->op == Op::W || slot->op == Op::B) stage = slot->stage;
       if (slot->op == Op::OverlapFB) stage = slot->b_stage;
       if (stage >= 0 && ++weight_grads[static_cast<std::size_t>(stage)] == per_chain) {
-        ranks[r].emplace_back(Action::make(Op::ReduceGrad, stage, 0));
+        Slot reduce = Action::make(Op::ReduceGrad, stage, 0);
+        if (placement == ReduceGradPlacement::AtEnd) {
+          reductions.push_back(reduce);
+        } else {
+          ranks[r].push_back(reduce);
+        }
       }
     }
+    ranks[r].insert(ranks[r].end(), reductions.begin(), reductions.end());
   }
   return with_ranks(s, std::move(ranks));
 }

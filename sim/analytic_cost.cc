@@ -18,6 +18,7 @@ constexpr double kKernelsPerLayerPass = 14;
 }  // namespace
 
 PassCost& PassCost::operator+=(const PassCost& o) {
+  dp_comm_ns += o.dp_comm_ns;
   gemm_ns += o.gemm_ns;
   attention_ns += o.attention_ns;
   elementwise_ns += o.elementwise_ns;
@@ -33,12 +34,18 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     : geometry_(std::move(geometry)), gpu_(gpu), layout_(geometry_->config(), gpu) {
   const LayerGeometry& g = *geometry_;
   peak_flops_per_ns_ = gpu.peak_tflops(g.config().precision) * 1e3;  // TFLOP/s -> FLOP/ns
-  for (const LayerRange& range : stage_layers(g.model(), g.config(), shape)) {
+  const ParallelConfig& cfg = g.config();
+  for (const LayerRange& range : stage_layers(g.model(), cfg, shape)) {
     StageCost c;
-    for (int l = range.first; l < range.first + range.count; ++l) {
-      c.f += layer_pass(l, Pass::F);
-      c.i += layer_pass(l, Pass::I);
-      c.w += layer_pass(l, Pass::W);
+    for (int i = 0; i < range.count; ++i) {
+      const int l = range.first + i;
+      // Full recompute: every layer (uniform), or a chunk's first recompute_num_layers (block).
+      const bool full = cfg.recompute == Recompute::kFull &&
+                        (cfg.recompute_method == RecomputeMethod::kUniform || cfg.recompute_num_layers == 0 ||
+                         i < cfg.recompute_num_layers);
+      c.f += layer_pass(l, Pass::F, full);
+      c.i += layer_pass(l, Pass::I, full);
+      c.w += layer_pass(l, Pass::W, full);
     }
     if (range.has_embedding) {
       c.f += embedding_pass(Pass::F);
@@ -51,7 +58,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       }
     }
     stages_.push_back(c);
-    stage_param_bytes_.push_back(g.stage_params(range).total * kBf16Bytes);  // bf16 gradients on the wire
+    stage_param_elems_.push_back(g.stage_params(range).total);
     // What the engine asks per action, computed once.
     PassCost b = c.i;
     b += c.w;
@@ -65,8 +72,8 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.w_flops = c.w.flops;
     t.f_compute_ns = c.f.compute_ns();
     t.b_compute_ns = b.compute_ns();
-    t.f_exposed_comm_ns = c.f.tp_comm_ns + c.f.cp_comm_ns;
-    t.b_exposed_comm_ns = b.tp_comm_ns + b.cp_comm_ns;
+    t.f_exposed_comm_ns = c.f.tp_comm_ns + c.f.cp_comm_ns + c.f.dp_comm_ns;
+    t.b_exposed_comm_ns = b.tp_comm_ns + b.cp_comm_ns + b.dp_comm_ns;
     t.f_ep_ns = c.f.ep_comm_ns;
     t.b_ep_ns = b.ep_comm_ns;
     totals_.push_back(t);
@@ -93,7 +100,17 @@ double AnalyticCost::collective_ns(double bytes_on_wire, int steps, const Link& 
   return steps * link.latency_ns + bytes_on_wire / (link.bandwidth_gbps * gpu_.collective_efficiency);
 }
 
-PassCost AnalyticCost::layer_pass(int layer, Pass pass) const {
+namespace {
+
+bool selective(const ParallelConfig& c, const char* module) {
+  if (c.recompute != Recompute::kSelective) return false;
+  if (c.recompute_modules.empty()) return std::string_view(module) == "core_attn";  // Megatron's default
+  return std::find(c.recompute_modules.begin(), c.recompute_modules.end(), module) != c.recompute_modules.end();
+}
+
+}  // namespace
+
+PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) const {
   const LayerGeometry& g = *geometry_;
   const ModelSpec& m = g.model();
   const ParallelConfig& c = g.config();
@@ -106,8 +123,10 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass) const {
   // GEMM calls, for the efficiency curve: QKV and out-proj one each; the MLP two (up [+gate], down),
   // or two per local expert when MoE.
   const double local_experts = moe ? std::max(1.0, static_cast<double>(m.num_experts) / c.ep) : 1;
+  const double qkv_ns = gemm_ns(lf.qkv, 1), out_ns = gemm_ns(lf.attn_out, 1);
+  const double mlp_ns = gemm_ns(lf.mlp, 2 * local_experts) + gemm_ns(lf.router, 1);
   PassCost fwd;
-  fwd.gemm_ns = gemm_ns(lf.qkv, 1) + gemm_ns(lf.attn_out, 1) + gemm_ns(lf.mlp, 2 * local_experts) + gemm_ns(lf.router, 1);
+  fwd.gemm_ns = qkv_ns + out_ns + mlp_ns;
   const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
   fwd.attention_ns = gemm_ns(lf.attention_core, c.mbs * heads_local);
   // Memory-bound work per token (bf16): two norms (read + write h), two residual adds (3h each),
@@ -115,7 +134,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass) const {
   const double norm_tokens = tokens / g.sp_split();
   const double rope_bytes = 2 * (w.query / c.tp + w.key / c.tp) * kBf16Bytes;  // read + write Q and K
   const double act_bytes = (w.mlp_up + w.mlp) / c.tp * kBf16Bytes;
-  fwd.elementwise_ns = memory_ns(norm_tokens * (4 * h + 6 * h) * kBf16Bytes + tokens * (rope_bytes + act_bytes));
+  const double norm_ns = memory_ns(norm_tokens * 4 * h * kBf16Bytes);
+  const double act_ns = memory_ns(tokens * act_bytes);
+  fwd.elementwise_ns = norm_ns + act_ns + memory_ns(norm_tokens * 6 * h * kBf16Bytes + tokens * rope_bytes);
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   fwd.flops = lf.forward();
 
@@ -126,11 +147,14 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass) const {
     const double ring = static_cast<double>(c.tp - 1) / c.tp;
     fwd.tp_comm_ns = g.sequence_parallel() ? 4 * collective_ns(full * ring, c.tp - 1, link) : 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
   }
-  // EP: token dispatch and combine all-to-alls of top-k copies of each token.
-  if (moe && c.ep > 1) {
-    const double bytes = tokens * m.moe_router_topk * h * kBf16Bytes / g.sp_split() * (c.ep - 1) / c.ep;
-    const Link link = layout_.group_link(static_cast<long>(c.tp) * c.cp, c.ep);
-    fwd.ep_comm_ns = 2 * collective_ns(bytes, c.ep - 1, link);
+  // EP: token dispatch and combine all-to-alls of top-k copies of each token, over the expert grid
+  // of MoE parallel folding (EP ranks etp apart); with expert tensor parallel, the experts' own
+  // all-gather and reduce-scatter of the dispatched tokens.
+  if (moe && (c.ep > 1 || c.expert_tp() > 1)) {
+    const double dispatched = tokens * m.moe_router_topk * h * kBf16Bytes / g.sp_split();
+    if (c.ep > 1) fwd.ep_comm_ns = 2 * collective_ns(dispatched * (c.ep - 1) / c.ep, c.ep - 1, layout_.group_link(c.expert_tp(), c.ep));
+    const int etp = c.expert_tp();
+    if (etp > 1) fwd.ep_comm_ns += 2 * collective_ns(dispatched * (etp - 1) / etp, etp - 1, layout_.group_link(1, etp));
   }
   // CP: each rank passes its K/V chunk around the ring; exposed only beyond the attention compute.
   if (c.cp > 1) {
@@ -139,13 +163,21 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass) const {
     const Link link = layout_.group_link(c.tp, c.cp);
     fwd.cp_comm_ns = std::max(0.0, collective_ns(bytes, c.cp - 1, link) - fwd.attention_ns);
   }
+  // FSDP (parameters sharded): the layer's weights are all-gathered before its forward and again
+  // before its backward, and its gradients reduce-scattered after W; the next layer's gather is
+  // prefetched, so only what the layer's own compute cannot hide is exposed.
+  const double fsdp_gather_ns = fsdp_layer_ns(layer, /*gradients=*/false);
 
-  if (pass == Pass::F) return fwd;
+  if (pass == Pass::F) {
+    fwd.dp_comm_ns = std::max(0.0, fsdp_gather_ns - fwd.compute_ns());
+    return fwd;
+  }
   if (pass == Pass::W) {
     PassCost wgrad;  // wgrad GEMMs only
     wgrad.gemm_ns = fwd.gemm_ns;
     wgrad.launch_ns = fwd.launch_ns / 2;
     wgrad.flops = lf.weight_grad();
+    wgrad.dp_comm_ns = std::max(0.0, fsdp_layer_ns(layer, /*gradients=*/true) - wgrad.compute_ns());
     return wgrad;
   }
   // I: dgrad GEMMs as many FLOPs as the forward's; attention backward 2x; elementwise backward about
@@ -159,13 +191,46 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass) const {
   in.ep_comm_ns = fwd.ep_comm_ns;
   in.cp_comm_ns = c.cp > 1 ? 2 * fwd.cp_comm_ns : 0;
   in.flops = lf.input_grad();
-  if (c.recompute == Recompute::kSelective) {
-    in.attention_ns += fwd.attention_ns;
-    in.flops += lf.attention_core;
-  } else if (c.recompute == Recompute::kFull) {
-    in += fwd;
+  if (full_recompute) {
+    in += fwd;  // the whole forward again (its FSDP gather included)
+    in.dp_comm_ns = 0;
+  } else {
+    // Selective recompute re-runs what its modules dropped (memory_model.cc drops the same parts).
+    if (selective(c, "core_attn")) {
+      in.attention_ns += fwd.attention_ns;
+      in.flops += lf.attention_core;
+    }
+    if (selective(c, "layernorm")) in.elementwise_ns += norm_ns;
+    if (selective(c, "mla_up_proj") && m.multi_latent_attention) {
+      in.gemm_ns += qkv_ns;
+      in.flops += lf.qkv;
+    }
+    if ((selective(c, "mlp") && !moe) || (selective(c, "moe") && moe)) {
+      in.gemm_ns += mlp_ns;
+      in.elementwise_ns += act_ns;
+      in.flops += lf.mlp + lf.router;
+      if (moe) in.ep_comm_ns += fwd.ep_comm_ns;  // the dispatch and combine run again
+    }
+    if (selective(c, "moe_act") && moe) in.elementwise_ns += act_ns;
+    if (selective(c, "shared_experts") && moe && m.moe_shared_expert_intermediate_size > 0) {
+      const double shared = lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp;
+      in.gemm_ns += gemm_ns(shared, 2);
+      in.flops += shared;
+    }
   }
+  in.dp_comm_ns = std::max(0.0, fsdp_gather_ns - in.compute_ns());
   return in;
+}
+
+double AnalyticCost::fsdp_layer_ns(int layer, bool gradients) const {
+  const LayerGeometry& g = *geometry_;
+  const ParallelConfig& c = g.config();
+  if (c.sharding() != Sharding::kOptimGradsParams) return 0;
+  const int group = std::max(1, c.dp * c.cp / c.num_distributed_optimizer_instances);
+  if (group <= 1) return 0;
+  const double elems = static_cast<double>(g.layer_params(layer).total);
+  const double bytes = gradients ? (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) : (c.fp8_param_gather_enabled() ? 1.0 : kBf16Bytes);
+  return collective_ns(elems * bytes * (group - 1) / group, group - 1, layout_.group_link(c.tp, group));
 }
 
 PassCost AnalyticCost::embedding_pass(Pass pass) const {
@@ -236,17 +301,29 @@ std::int64_t AnalyticCost::p2p_ns(std::int64_t bytes, int src_rank, int dst_rank
   return static_cast<std::int64_t>(std::llround(link.latency_ns + static_cast<double>(bytes) / link.bandwidth_gbps));
 }
 
-std::int64_t AnalyticCost::reduce_grad_bytes(int stage) const { return stage_param_bytes_[static_cast<std::size_t>(stage)]; }
+std::int64_t AnalyticCost::reduce_grad_bytes(int stage) const {
+  const ParallelConfig& c = geometry_->config();
+  return stage_param_elems_[static_cast<std::size_t>(stage)] * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes);
+}
 
 std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const {
   const ParallelConfig& c = geometry_->config();
   const int group = c.dp * c.cp;
-  if (group <= 1) return 0;
+  // FSDP reduce-scatters each layer's gradients in its W (fsdp_layer_ns), nothing is left to the end.
+  if (group <= 1 || c.sharding() == Sharding::kOptimGradsParams) return 0;
   const double bytes = static_cast<double>(reduce_grad_bytes(stage));
   const Link link = layout_.group_link(c.tp, group);
-  // Reduce-scatter (distributed optimizer) or all-reduce (twice the traffic).
-  const double factor = c.distributed_optimizer ? 1.0 : 2.0;
-  return static_cast<std::int64_t>(std::llround(collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link)));
+  // Reduce-scatter (sharded optimizer) or all-reduce (twice the traffic); the distributed
+  // optimizer then all-gathers the updated parameters, overlapped with the next iteration's
+  // forward (--overlap-param-gather) or right after the step, on the same link.
+  const bool sharded = c.sharding() != Sharding::kNoShard;
+  const double factor = sharded ? 1.0 : 2.0;
+  double ns = collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link);
+  if (sharded && !c.overlap_param_gather) {
+    const double param_bytes = static_cast<double>(stage_param_elems_[static_cast<std::size_t>(stage)]) * (c.fp8_param_gather_enabled() ? 1.0 : kBf16Bytes);
+    ns += collective_ns(param_bytes * (group - 1) / group, group - 1, link);
+  }
+  return static_cast<std::int64_t>(std::llround(ns));
 }
 
 }  // namespace pipelab::sim

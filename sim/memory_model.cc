@@ -8,19 +8,39 @@
 
 namespace pipelab::sim {
 
+namespace {
+
+bool has_module(const ParallelConfig& c, const char* module) {
+  if (c.recompute != Recompute::kSelective) return false;
+  if (c.recompute_modules.empty()) return std::string_view(module) == "core_attn";  // Megatron's default
+  return std::find(c.recompute_modules.begin(), c.recompute_modules.end(), module) != c.recompute_modules.end();
+}
+
+}  // namespace
+
+double LayerActivation::total() const {
+  return norm_inputs + attn_in + mlp_in + masks + qkv + attn_out + softmax + mlp_up_out + mlp_act + moe_dispatched;
+}
+
 MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const PipelineShape& shape, MemoryOptions options)
     : geometry_(std::move(geometry)), shape_(shape), options_(options) {
   const LayerGeometry& g = *geometry_;
-  const bool full = g.config().recompute == Recompute::kFull;
-  for (const LayerRange& range : stage_layers(g.model(), g.config(), shape)) {
+  const ParallelConfig& c = g.config();
+  const bool full = c.recompute == Recompute::kFull;
+  for (const LayerRange& range : stage_layers(g.model(), c, shape)) {
     StageActivation act;
-    for (int l = range.first; l < range.first + range.count; ++l) {
-      act.bytes += layer_activation_bytes(l);
-      if (full) {
-        // Only the input was kept; I recomputes the layer and must keep the weight stash for W.
-        act.freed_by_input_grad += layer_activation_bytes(l);
+    for (int i = 0; i < range.count; ++i) {
+      const int l = range.first + i;
+      if (full && recomputed_in_full(i, range.count)) {
+        // Only the input of the layer's recompute group is kept; I recomputes the group and must
+        // keep the weight stash for W.
+        if (keeps_group_input(i)) {
+          act.bytes += static_cast<std::int64_t>(g.hidden_state_bytes());
+          act.freed_by_input_grad += static_cast<std::int64_t>(g.hidden_state_bytes());
+        }
         act.allocated_by_input_grad += layer_weight_stash_bytes(l);
       } else {
+        act.bytes += layer_activation_bytes(l);
         act.freed_by_input_grad += layer_activation_bytes(l) - layer_weight_stash_bytes(l);
       }
     }
@@ -42,27 +62,63 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
 MemoryModel::MemoryModel(const ModelSpec& model, const ParallelConfig& config, const PipelineShape& shape, MemoryOptions options)
     : MemoryModel(std::make_shared<const LayerGeometry>(model, config), shape, options) {}
 
-std::int64_t MemoryModel::layer_activation_bytes(int layer) const {
+bool MemoryModel::recomputed_in_full(int index_in_chunk, int layers_in_chunk) const {
+  const ParallelConfig& c = geometry_->config();
+  if (c.recompute != Recompute::kFull) return false;
+  if (c.recompute_method == RecomputeMethod::kBlock && c.recompute_num_layers > 0) {
+    return index_in_chunk < std::min(c.recompute_num_layers, layers_in_chunk);
+  }
+  return true;  // uniform: every layer, in groups
+}
+
+bool MemoryModel::keeps_group_input(int index_in_chunk) const {
+  const ParallelConfig& c = geometry_->config();
+  const int group = c.recompute_method == RecomputeMethod::kUniform ? std::max(1, c.recompute_num_layers) : 1;
+  return index_in_chunk % group == 0;
+}
+
+LayerActivation MemoryModel::layer_activation(int layer) const {
   const LayerGeometry& g = *geometry_;
   const ParallelConfig& c = g.config();
+  const ModelSpec& m = g.model();
   const LayerWidths& w = g.widths(layer);
   const double t = c.tp;
-  if (c.recompute == Recompute::kFull) {
-    // Only the layer input is kept; the backward recomputes the rest.
-    return static_cast<std::int64_t>(g.hidden_state_bytes());
-  }
-  // Korthikanti §4.1 per token, generalised: attention 11h -> QKV input 2h, Q 2q, K and V 2·value
-  // each (MLA counted at the value width), out-proj input 2q, dropout mask h; MLP 19h -> input 2h,
-  // up output 2·mlp_up, activation 2·mlp, mask h; norms 4h.
-  const double replicated = 4 * w.hidden + 2 * w.hidden + w.hidden + 2 * w.hidden + w.hidden;  // norms, GEMM inputs, masks: 10h
-  const double sharded = 2 * w.query + 4 * w.value + 2 * w.query + 2 * w.mlp_up + 2 * w.mlp;
-  double per_token = g.sequence_parallel() ? (replicated + sharded) / t : replicated + sharded / t;
-  const bool softmax = options_.softmax_stored && c.recompute == Recompute::kNone;
-  if (softmax) {
+  const double sp = g.sequence_parallel() ? t : 1;  // what SP divides the replicated tensors by
+  const bool moe = m.is_moe_layer(layer);
+  // Bytes per element of the saved GEMM inputs: Transformer Engine keeps the FP8 copies it quantized
+  // for the backward when the GEMMs run in FP8; bf16 otherwise.
+  const double gemm_input = c.precision == Precision::kFp8 ? 1.0 : 2.0;
+  // Korthikanti §4.1 per token, generalised to GQA, SwiGLU and MoE widths (MLA's K at the value
+  // width). Replicated over the TP group unless sequence parallel splits them.
+  LayerActivation a;
+  a.norm_inputs = 4 * w.hidden / sp;             // the two norms' inputs (the residual stream)
+  a.attn_in = gemm_input * w.hidden / sp;        // QKV GEMM input (norm1 output)
+  a.mlp_in = gemm_input * w.hidden / sp;         // MLP input (norm2 output)
+  a.masks = 2 * w.hidden / sp;                   // two dropout masks, a byte each
+  a.qkv = (2 * w.query + 4 * w.value) / t;       // Q, K, V for the attention backward
+  a.attn_out = gemm_input * w.query / t;         // out-projection input
+  a.mlp_up_out = 2 * w.mlp_up / t;               // up (and gate) projection output
+  a.mlp_act = gemm_input * w.mlp / t;            // activation: the down projection's input
+  if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t;  // tokens permuted to the experts
+  if (options_.softmax_stored && !has_module(c, "core_attn")) {
     // 5as per token: softmax output (2 bytes), its dropout mask (1), softmax input for V (2).
-    per_token += 5.0 * g.model().num_attention_heads * (static_cast<double>(c.seq_length) / c.cp) / t;
+    a.softmax = 5.0 * m.num_attention_heads * (static_cast<double>(c.seq_length) / c.cp) / t;
   }
-  return static_cast<std::int64_t>(g.tokens() * per_token);
+  // Selective recompute drops what its modules rebuild in the backward (Megatron's
+  // --recompute-modules; core_attn by default).
+  // core_attn re-runs softmax(QK^T)V from the kept Q, K, V: only the softmax (already absent under
+  // any recompute, and with flash attention) goes; its output is the out-projection's saved input.
+  if (has_module(c, "layernorm")) a.attn_in = a.mlp_in = 0;
+  if (has_module(c, "mla_up_proj") && m.multi_latent_attention) a.qkv = 0;
+  if ((has_module(c, "mlp") && !moe) || (has_module(c, "moe") && moe)) a.mlp_up_out = a.mlp_act = a.moe_dispatched = 0;
+  if (has_module(c, "moe_act") && moe) a.mlp_act = 0;
+  return a;
+}
+
+std::int64_t MemoryModel::layer_activation_bytes(int layer) const {
+  const LayerGeometry& g = *geometry_;
+  if (g.config().recompute == Recompute::kFull) return static_cast<std::int64_t>(g.hidden_state_bytes());
+  return static_cast<std::int64_t>(g.tokens() * layer_activation(layer).total());
 }
 
 std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
@@ -71,7 +127,7 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
   const double t = g.config().tp;
   // Inputs of the weight GEMMs and the gradients of their outputs (32h for GPT: ZB paper Table 1).
   // Without SP the QKV and MLP inputs and the out-proj and down-proj output grads (8h) are full
-  // copies on every TP rank, as in layer_activation_bytes.
+  // copies on every TP rank, as in layer_activation.
   const double replicated = 2 * w.hidden + 2 * w.hidden + 2 * w.hidden + 2 * w.hidden;
   const double sharded = 2 * w.query + 2 * w.mlp + 2 * (w.query + 2 * w.value) + 2 * w.mlp_up;
   const auto stash = static_cast<std::int64_t>(g.tokens() * (g.sequence_parallel() ? (replicated + sharded) / t : replicated + sharded / t));
@@ -80,22 +136,37 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
 }
 
 StaticMemory MemoryModel::static_memory(int rank) const {
-  const ParallelConfig& c = geometry_->config();
-  double dense = 0, expert = 0;
+  const LayerGeometry& g = *geometry_;
+  const ParallelConfig& c = g.config();
+  double dense = 0, expert = 0, largest_layer = 0;
   for (int s : shape_.stages_of_rank(rank)) {
     const GpuParams& p = params_[static_cast<std::size_t>(s)];
     dense += static_cast<double>(p.total - p.experts);
     expert += static_cast<double>(p.experts);
   }
+  for (int l = 0; l < g.model().num_layers; ++l) largest_layer = std::max(largest_layer, static_cast<double>(g.layer_params(l).total));
+  // The data-parallel groups each state is sharded over: DP x CP for dense weights, the expert data
+  // parallel ranks for experts; HSDP keeps num_distributed_optimizer_instances replicas of the shards.
+  const double instances = c.num_distributed_optimizer_instances;
+  const double dense_group = std::max(1.0, static_cast<double>(c.dp) * c.cp / instances);
+  const double expert_group = std::max(1.0, static_cast<double>(c.expert_dp()) / instances);
+  const Sharding sharding = c.sharding();
+  const bool shard_params = sharding == Sharding::kOptimGradsParams;
+  const bool shard_grads = shard_params || sharding == Sharding::kOptimGrads;
+  const bool shard_optimizer = sharding != Sharding::kNoShard;
+  auto sharded = [&](bool on) { return on ? dense / dense_group + expert / expert_group : dense + expert; };
+
   StaticMemory out;
-  const double params = dense + expert;
-  out.params_bytes = static_cast<std::int64_t>(params * kBf16Bytes);
-  out.grads_bytes = static_cast<std::int64_t>(params * kFp32Bytes);
-  // The distributed optimizer shards over the data-parallel ranks of each parameter: DP x CP for
-  // dense weights, DP x CP / EP for experts.
-  const double dense_shards = c.distributed_optimizer ? static_cast<double>(c.dp) * c.cp : 1;
-  const double expert_shards = c.distributed_optimizer ? std::max(1.0, dense_shards / c.ep) : 1;
-  out.optimizer_bytes = static_cast<std::int64_t>(3 * kFp32Bytes * (dense / dense_shards + expert / expert_shards));
+  // Weights: bf16, or the FP8 copy the all-gather moves (--fp8-param-gather). Sharded weights are
+  // gathered one layer at a time, with the next layer's prefetched: two layers unsharded.
+  const double weight_bytes = c.fp8_param_gather_enabled() ? 1.0 : static_cast<double>(kBf16Bytes);
+  out.params_bytes = static_cast<std::int64_t>(weight_bytes * (sharded(shard_params) + (shard_params ? 2 * largest_layer : 0)));
+  // Main gradients: the gradient buffer in fp32 or bf16 (grad_reduce_in_fp32).
+  out.grads_bytes = static_cast<std::int64_t>((c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) * sharded(shard_grads));
+  // Optimizer: fp32 main weights and Adam moments (bf16 moments with the precision-aware
+  // optimizer), less what is offloaded to the host.
+  const double optimizer_bytes = c.use_precision_aware_optimizer ? kFp32Bytes + 2 * kBf16Bytes : 3 * kFp32Bytes;
+  out.optimizer_bytes = static_cast<std::int64_t>(optimizer_bytes * sharded(shard_optimizer) * (1.0 - c.optimizer_offload_fraction));
   return out;
 }
 

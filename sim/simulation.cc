@@ -35,7 +35,9 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   out.config = config;
 
   Schedule lowered = add_send_recv(schedule);
-  if (config.dp * config.cp > 1) lowered = add_reduce_grad(lowered);
+  if (config.dp * config.cp > 1) {
+    lowered = add_reduce_grad(lowered, config.overlap_grad_reduce ? ReduceGradPlacement::AfterLastWeightGrad : ReduceGradPlacement::AtEnd);
+  }
 
   // One geometry for the cost and the memory model, so they size every tensor alike.
   const auto geometry = std::make_shared<const LayerGeometry>(req.model, split);

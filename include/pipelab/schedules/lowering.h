@@ -13,10 +13,15 @@ namespace pipelab {
 /// are dropped. The input must be a valid compute-only schedule (ScheduleError otherwise).
 Schedule add_send_recv(const Schedule& compute);
 
-/// Appends sREDUCE_GRAD right after the last weight-grad (W, B, or an F&B unit's B) of each stage
-/// on its rank, as PyTorch's _add_reduce_grad: the stage's data-parallel gradient reduction can
-/// start while the rank still computes other stages (overlapped with the cool-down).
-Schedule add_reduce_grad(const Schedule& s);
+/// Where REDUCE_GRAD goes: right after each stage's last weight-grad, overlapping the rank's other
+/// work (Megatron's --overlap-grad-reduce, PyTorch's _add_reduce_grad), or after the rank's last
+/// action (the reduction waits for the whole backward).
+enum class ReduceGradPlacement { AfterLastWeightGrad, AtEnd };
+
+/// Adds REDUCE_GRAD (a stage's data-parallel gradient reduction) for every stage: after the last
+/// weight-grad (W, B, or an F&B unit's B) of the stage on its rank, so the reduction can start while
+/// the rank still computes other stages; or, with AtEnd, after the rank's last action.
+Schedule add_reduce_grad(const Schedule& s, ReduceGradPlacement placement = ReduceGradPlacement::AfterLastWeightGrad);
 
 /// Drops SEND/RECV/REDUCE_GRAD actions and idle slots: the compute-only view of a lowered schedule.
 Schedule remove_comms(const Schedule& s);

@@ -36,11 +36,12 @@ struct PassCost {
   double tp_comm_ns = 0;
   double ep_comm_ns = 0;
   double cp_comm_ns = 0;  // exposed part only
+  double dp_comm_ns = 0;  // FSDP's per-layer weight gathers and gradient reduce-scatters, exposed part only
   double launch_ns = 0;
   double flops = 0;
 
   double compute_ns() const { return gemm_ns + attention_ns + elementwise_ns + launch_ns; }
-  double total_ns() const { return compute_ns() + tp_comm_ns + ep_comm_ns + cp_comm_ns; }
+  double total_ns() const { return compute_ns() + tp_comm_ns + ep_comm_ns + cp_comm_ns + dp_comm_ns; }
   PassCost& operator+=(const PassCost& o);
 };
 
@@ -71,7 +72,11 @@ class AnalyticCost final : public CostModel {
  private:
   enum class Pass { F, I, W };  // forward, input-grad, weight-grad
 
-  PassCost layer_pass(int layer, Pass pass) const;
+  /// One layer's pass; `full_recompute`: I re-runs the layer's forward first.
+  PassCost layer_pass(int layer, Pass pass, bool full_recompute) const;
+  /// FSDP: one layer's weight all-gather (or, with `gradients`, its gradient reduce-scatter) over
+  /// the data-parallel shards; 0 unless parameters are sharded.
+  double fsdp_layer_ns(int layer, bool gradients) const;
   /// The loss (final norm, LM head, cross-entropy) and/or `mtp_layers` MTP modules of a stage.
   PassCost output_pass(Pass pass, bool loss, int mtp_layers) const;
   PassCost embedding_pass(Pass pass) const;
@@ -93,7 +98,7 @@ class AnalyticCost final : public CostModel {
   ClusterLayout layout_;
   std::vector<StageCost> stages_;
   std::vector<StageTotals> totals_;
-  std::vector<std::int64_t> stage_param_bytes_;
+  std::vector<std::int64_t> stage_param_elems_;  // parameters per GPU of each stage
   std::int64_t boundary_bytes_ = 0;
   double peak_flops_per_ns_ = 0;
 };

@@ -1,9 +1,12 @@
-// Memory per GPU (docs/metrics.md, "Memory"): static (bf16 weights, fp32 gradients, fp32 master
-// weights + Adam moments, sharded over DP x CP by the distributed optimizer) and activations per
-// in-flight microbatch from Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large
-// Transformer Models", §4), generalised to GQA, SwiGLU and MoE widths, with TP/SP/CP and the
-// selective/full recompute variants. An input-grad (I) frees all but what its weight-grad (W)
-// needs; W frees the rest (the ZB paper's M_B / M_W split).
+// Memory per GPU (docs/metrics.md, "Memory"): static (weights, main gradients, fp32 master weights
+// + Adam moments, each sharded over the data-parallel ranks as the sharding strategy says: the
+// distributed optimizer, ZeRO-2, FSDP; HSDP replicas; FP8 weights with --fp8-param-gather; bf16
+// moments with the precision-aware optimizer; optimizer offload) and activations per in-flight
+// microbatch from Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer
+// Models", §4), generalised to GQA, SwiGLU and MoE widths, with TP/SP/CP, FP8-saved GEMM inputs, and
+// Megatron's recompute variants (selective modules; full uniform or block with recompute_num_layers).
+// An input-grad (I) frees all but what its weight-grad (W) needs; W frees the rest (the ZB paper's
+// M_B / M_W split).
 #pragma once
 
 #include <cstdint>
@@ -25,10 +28,26 @@ struct MemoryOptions {
 };
 
 struct StaticMemory {
-  std::int64_t params_bytes = 0;     // bf16 weights
-  std::int64_t grads_bytes = 0;      // fp32 main gradients
-  std::int64_t optimizer_bytes = 0;  // fp32 master weights + Adam m and v (sharded if distributed)
+  std::int64_t params_bytes = 0;     // bf16 (or FP8) weights, sharded under FSDP
+  std::int64_t grads_bytes = 0;      // main gradients, fp32 or bf16, sharded from ZeRO-2 on
+  std::int64_t optimizer_bytes = 0;  // fp32 master weights + Adam moments (sharded if distributed)
   std::int64_t total() const { return params_bytes + grads_bytes + optimizer_bytes; }
+};
+
+/// One layer's activations per token on one GPU, in bytes, by what they are (Korthikanti et al.
+/// 2022 §4.1, generalised): what selective recompute drops is visible per part.
+struct LayerActivation {
+  double norm_inputs = 0;     // the two norms' inputs (residual stream)
+  double attn_in = 0;         // QKV GEMM input (norm1 output)
+  double mlp_in = 0;          // MLP input (norm2 output)
+  double masks = 0;           // dropout masks
+  double qkv = 0;             // Q, K, V
+  double attn_out = 0;        // out-projection input
+  double softmax = 0;         // stored softmax (no flash attention)
+  double mlp_up_out = 0;      // up (and gate) projection output
+  double mlp_act = 0;         // activation, the down projection's input
+  double moe_dispatched = 0;  // tokens permuted to the experts (top-k copies)
+  double total() const;
 };
 
 class MemoryModel {
@@ -40,6 +59,8 @@ class MemoryModel {
 
   /// Activation bytes one microbatch leaves on one GPU for one transformer layer.
   std::int64_t layer_activation_bytes(int layer) const;
+  /// Per token, by part, after selective recompute.
+  LayerActivation layer_activation(int layer) const;
   /// What W needs after I (inputs and output-gradients of the weight GEMMs); under full
   /// recompute I rebuilds it from the kept input.
   std::int64_t layer_weight_stash_bytes(int layer) const;
@@ -49,6 +70,12 @@ class MemoryModel {
   StaticMemory static_memory(int rank) const;
 
  private:
+  /// Full recompute: whether the layer at `index_in_chunk` of a chunk of `layers_in_chunk` is
+  /// recomputed (uniform: all; block: the first recompute_num_layers), and whether it keeps its
+  /// group's input (uniform groups of recompute_num_layers).
+  bool recomputed_in_full(int index_in_chunk, int layers_in_chunk) const;
+  bool keeps_group_input(int index_in_chunk) const;
+
   std::shared_ptr<const LayerGeometry> geometry_;
   PipelineShape shape_;
   MemoryOptions options_;
