@@ -14,6 +14,50 @@ void add_model_override(CLI::App* cmd, ConfigFlags& f, const std::string& flag, 
       flag, [&f, field](const std::string& value) { f.model_overrides.emplace_back(field, value); }, help);
 }
 
+// Megatron's layout, data-parallel and recompute arguments that set a ParallelConfig field:
+// options take a value (`--expert-tensor-parallel-size 1`), switches set a fixed one
+// (`--use-megatron-fsdp` sets fsdp=megatron). One table, so each flag is written once.
+struct LayoutOption {
+  const char* flag;
+  const char* field;
+  const char* help;
+};
+constexpr LayoutOption kLayoutOptions[] = {
+    {"--etp,--expert-tensor-parallel-size", "etp", "Expert tensor-parallel size (default: tp); ep*etp must divide tp*cp*dp"},
+    {"--pipeline-model-parallel-layout", "pipeline_layout", "Megatron's layout string, e.g. \"Et|(tt|)*30mL\" (docs/profiles.md)"},
+    {"--decoder-first-pipeline-num-layers", "decoder_first_pipeline_num_layers", "Decoder layers of the first pipeline rank"},
+    {"--decoder-last-pipeline-num-layers", "decoder_last_pipeline_num_layers", "Decoder layers of the last pipeline rank"},
+    {"--recompute-method", "recompute_method", "Full recompute: uniform | block"},
+    {"--recompute-num-layers", "recompute_num_layers", "Full recompute: layers per group (uniform) or recomputed per chunk (block)"},
+    {"--data-parallel-sharding-strategy", "data_parallel_sharding_strategy", "FSDP: no_shard | optim | optim_grads | optim_grads_params"},
+    {"--num-distributed-optimizer-instances", "num_distributed_optimizer_instances", "HSDP: replicas of the sharded state over dp*cp"},
+    {"--optimizer-offload-fraction", "optimizer_offload_fraction", "Share of the optimizer state in host memory (0..1)"},
+};
+struct LayoutSwitch {
+  const char* flag;
+  const char* field;
+  const char* value;
+  const char* help;
+};
+constexpr LayoutSwitch kLayoutSwitches[] = {
+    {"--account-for-embedding-in-pipeline-split", "account_for_embedding_in_pipeline_split", "true", "The embedding counts as a layer in the split"},
+    {"--account-for-loss-in-pipeline-split", "account_for_loss_in_pipeline_split", "true", "The loss counts as a layer in the split"},
+    {"--use-megatron-fsdp", "fsdp", "megatron", "Megatron-FSDP (default strategy optim_grads_params)"},
+    {"--use-torch-fsdp2", "fsdp", "torch", "PyTorch FSDP2 (Megatron: pp=1, ep=1)"},
+    {"--use-distributed-optimizer", "distributed_optimizer", "true", "Shard the optimizer state over dp*cp (default)"},
+    {"--overlap-grad-reduce", "overlap_grad_reduce", "true", "Reduce-scatter gradients during the backward (default)"},
+    {"--no-overlap-grad-reduce", "overlap_grad_reduce", "false", "Reduce gradients after the whole backward"},
+    {"--overlap-param-gather", "overlap_param_gather", "true", "All-gather parameters during the next forward (default)"},
+    {"--no-overlap-param-gather", "overlap_param_gather", "false", "All-gather parameters right after the optimizer step"},
+    {"--grad-reduce-in-bf16", "grad_reduce_in_fp32", "false", "bf16 gradient buffers and reductions (default, as Megatron-Bridge)"},
+    {"--accumulate-allreduce-grads-in-fp32", "grad_reduce_in_fp32", "true", "fp32 gradient buffers and reductions"},
+    {"--use-precision-aware-optimizer", "use_precision_aware_optimizer", "true", "bf16 Adam moments"},
+    {"--fp8-param-gather", "fp8_param_gather", "true", "Keep and all-gather FP8 weights (default with --precision fp8)"},
+    {"--no-fp8-param-gather", "fp8_param_gather", "false", "bf16 weights with FP8 GEMMs"},
+    {"--optimizer-cpu-offload", "optimizer_offload_fraction", "1", "Optimizer state in host memory (see --optimizer-offload-fraction)"},
+    {"--recompute-activations", "recompute", "selective", "Selective recompute (core attention)"},
+};
+
 }  // namespace
 
 void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
@@ -42,10 +86,33 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--precision", c.precision, "bf16 | fp8 (peak used for MFU and GEMMs)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_flag_callback("--bf16", [&c] { c.precision = "bf16"; }, "Megatron's --bf16: --precision bf16");
+  cmd->add_option_function<std::string>(
+      "--fp8-format", [&c](const std::string&) { c.precision = "fp8"; }, "Megatron's --fp8-format hybrid|e4m3: --precision fp8");
+  cmd->add_option("--megatron-args", c.unused_megatron_args,
+                  "Arguments of a Megatron-LM launch script, as \"ARGS\" or @FILE: known flags apply, the rest are "
+                  "listed as ignored; this command line's own flags win (docs/cli.md)");
   cmd->add_flag_callback("--sequence-parallel", [&c] { c.sequence_parallel = "on"; }, "Sequence parallel (default: on when tp > 1)");
   cmd->add_flag_callback("--no-sequence-parallel", [&c] { c.sequence_parallel = "off"; }, "No sequence parallel");
   cmd->add_flag("--no-distributed-optimizer", c.no_distributed_optimizer, "Replicate optimizer state over DP");
-  cmd->add_option("--stage-layers", c.stage_layers, "Layers per model part, e.g. 2,3,3,3,2,3,3,3 (uneven first/last stages)");
+  cmd->add_option("--stage-layers", c.stage_layers, "Decoder layers per virtual stage, e.g. 2,3,3,3,2,3,3,3");
+  for (const LayoutOption& o : kLayoutOptions) {
+    const std::string field = o.field;
+    cmd->add_option_function<std::string>(o.flag, [&c, field](const std::string& v) { c.parallel_overrides.emplace_back(field, v); }, o.help);
+  }
+  for (const LayoutSwitch& s : kLayoutSwitches) {
+    const std::string field = s.field, value = s.value;
+    cmd->add_flag_callback(s.flag, [&c, field, value] { c.parallel_overrides.emplace_back(field, value); }, s.help);
+  }
+  cmd->add_option_function<std::vector<std::string>>(
+         "--recompute-modules",
+         [&c](const std::vector<std::string>& modules) {
+           std::string joined;
+           for (const std::string& m : modules) joined += (joined.empty() ? "" : ",") + m;
+           c.parallel_overrides.emplace_back("recompute_modules", joined);
+         },
+         "Selective recompute: core_attn mlp moe moe_act layernorm mla_up_proj shared_experts")
+      ->expected(1, -1);
   cmd->add_flag("--softmax-stored", c.softmax_stored, "Memory: keep Korthikanti's 5as/h softmax term (no flash attention)");
   // Megatron-named model overrides.
   add_model_override(cmd, c, "--num-layers", "num_layers", "Override the model's num_layers");
@@ -58,6 +125,24 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   add_model_override(cmd, c, "--num-experts", "num_experts", "Override num_experts");
   add_model_override(cmd, c, "--moe-router-topk", "moe_router_topk", "Override moe_router_topk");
   add_model_override(cmd, c, "--moe-ffn-hidden-size", "moe_ffn_hidden_size", "Override moe_ffn_hidden_size");
+  add_model_override(cmd, c, "--moe-shared-expert-intermediate-size", "moe_shared_expert_intermediate_size",
+                     "Override moe_shared_expert_intermediate_size");
+  add_model_override(cmd, c, "--mtp-num-layers", "mtp_num_layers", "Multi-token-prediction layers (0 turns MTP off)");
+  add_model_override(cmd, c, "--window-size", "window_size", "Sliding-window attention, e.g. 128,0");
+  add_model_override(cmd, c, "--window-attn-skip-freq", "window_attn_skip_freq", "Every Nth layer attends fully");
+  add_model_override(cmd, c, "--q-lora-rank", "q_lora_rank", "MLA query compression rank");
+  add_model_override(cmd, c, "--kv-lora-rank", "kv_lora_rank", "MLA key/value compression rank");
+  add_model_override(cmd, c, "--qk-head-dim", "qk_head_dim", "MLA query/key head dim");
+  add_model_override(cmd, c, "--qk-pos-emb-head-dim", "qk_pos_emb_head_dim", "MLA decoupled RoPE head dim");
+  add_model_override(cmd, c, "--v-head-dim", "v_head_dim", "MLA value head dim");
+  add_model_override(cmd, c, "--normalization", "normalization", "layernorm | rmsnorm (Megatron: LayerNorm | RMSNorm)");
+  add_model_override(cmd, c, "--position-embedding-type", "position_embedding_type", "learned_absolute | rope | none");
+  cmd->add_flag_callback("--multi-latent-attention", [&c] { c.model_overrides.emplace_back("multi_latent_attention", "true"); },
+                         "Multi-latent attention (DeepSeek)");
+  cmd->add_flag_callback("--squared-relu", [&c] { c.model_overrides.emplace_back("swiglu", "false"); }, "Non-gated MLP (FLOPs of GELU)");
+  cmd->add_flag_callback("--disable-bias-linear", [&c] { c.model_overrides.emplace_back("add_bias_linear", "false"); }, "No linear biases");
+  cmd->add_flag_callback("--add-qkv-bias", [&c] { c.model_overrides.emplace_back("add_qkv_bias", "true"); }, "Biases on Q, K, V only");
+  cmd->add_flag_callback("--qk-layernorm", [&c] { c.model_overrides.emplace_back("qk_layernorm", "true"); }, "Norms on Q and K");
   cmd->add_flag_callback("--swiglu", [&c] { c.model_overrides.emplace_back("swiglu", "true"); }, "Gated SwiGLU MLP");
   cmd->add_flag_callback("--no-swiglu", [&c] { c.model_overrides.emplace_back("swiglu", "false"); }, "Plain GELU MLP");
   cmd->add_flag_callback("--untie-embeddings-and-output-weights",
@@ -102,6 +187,7 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
   if (f.sequence_parallel != "auto") c.sequence_parallel = f.sequence_parallel == "on";
   c.distributed_optimizer = !f.no_distributed_optimizer;
   if (!f.stage_layers.empty()) c.stage_layers = parse_int_list("--stage-layers", f.stage_layers);
+  for (const auto& [field, value] : f.parallel_overrides) apply_override(c, field, value);
   c.gbs = 1;  // placeholder so resolve() can run; set below once dp is known
   c = resolve(c, out.model);
   if (f.gbs > 0 && f.microbatches > 0) throw InputError("give --gbs or --microbatches, not both");

@@ -2,11 +2,31 @@
 // subcommand, and maps errors to exit codes: 0 ok, 1 failed check, 2 bad input (or a device
 // failure), 3 an internal error (anything that is not a pipelab error: a bug) (docs/cli.md).
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "megatron_args.h"
 #include "pipelab/base/error.h"
+
+namespace {
+
+using pipelab::app::ExpandedArgs;
+
+void print_pasted_notes(const ExpandedArgs& e) {
+  auto print = [](const char* what, const std::vector<std::string>& words) {
+    if (words.empty()) return;
+    std::cerr << "pipelab: --megatron-args: " << what << ":";
+    for (const std::string& w : words) std::cerr << " " << w;
+    std::cerr << "\n";
+  };
+  print("ignored (no effect on this command)", e.ignored);
+  print("replaced by this command line", e.overridden);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App root{"pipelab: simulate, run and compare pipeline-parallel schedules for LLM training"};
@@ -22,7 +42,11 @@ int main(int argc, char** argv) {
   pipelab::app::add_profile_command(root, exit_code);
   pipelab::app::add_run_command(root, exit_code);
   try {
-    root.parse(argc, argv);
+    const ExpandedArgs expanded =
+        pipelab::app::expand_megatron_args(root, std::vector<std::string>(argv + 1, argv + argc));
+    print_pasted_notes(expanded);
+    std::vector<std::string> reversed(expanded.args.rbegin(), expanded.args.rend());  // CLI11 pops from the back
+    root.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
     return root.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

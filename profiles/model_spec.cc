@@ -2,6 +2,7 @@
 #include <pipelab/profiles/model_spec.h>
 
 #include <array>
+#include <cctype>
 
 #include <nlohmann/json.hpp>
 
@@ -289,12 +290,25 @@ ModelSpec parse_model_spec(std::string_view json_text, std::string_view context)
 
 nlohmann::json to_json(const ModelSpec& m) { return detail::fields_to_json(kFields, m); }
 
+namespace {
+// Overrides come from Megatron command lines, which spell some values differently:
+// --window-size takes "128,0", --normalization takes "RMSNorm".
+std::string canonical_value(const std::string& key, std::string_view value) {
+  if (key == "window_size") return window_size_text(value);
+  std::string text(value);
+  if (key == "normalization" || key == "position_embedding_type") {
+    for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  }
+  return text;
+}
+}  // namespace
+
 void apply_override(ModelSpec& model, std::string_view raw_key, std::string_view value) {
   const std::string key = detail::normalize_key(raw_key);
   const Field* field = detail::find_field(kFields, key);
   if (field == nullptr) detail::throw_unknown_field("model", raw_key, model_spec_keys());
   ModelSpec m = model;
-  detail::set_field(*field, m, key == "window_size" ? window_size_text(value) : std::string(value));
+  detail::set_field(*field, m, canonical_value(key, value));
 
   // Values that were Megatron's derivation from the old sizes follow the new sizes.
   const bool sizes_changed = key == "hidden_size" || key == "num_attention_heads" || key == "swiglu";
