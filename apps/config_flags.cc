@@ -92,6 +92,9 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--megatron-args", c.unused_megatron_args,
                   "Arguments of a Megatron-LM launch script, as \"ARGS\" or @FILE: known flags apply, the rest are "
                   "listed as ignored; this command line's own flags win (docs/cli.md)");
+  cmd->add_option("--automodel-yaml", c.unused_automodel_yaml,
+                  "A NeMo AutoModel config (its distributed:, step_scheduler: and model: keys), read as the flags "
+                  "they mean; this command line's own flags win (docs/cli.md)");
   cmd->add_flag_callback("--sequence-parallel", [&c] { c.sequence_parallel = "on"; }, "Sequence parallel (default: on when tp > 1)");
   cmd->add_flag_callback("--no-sequence-parallel", [&c] { c.sequence_parallel = "off"; }, "No sequence parallel");
   cmd->add_flag("--no-distributed-optimizer", c.no_distributed_optimizer, "Replicate optimizer state over DP");

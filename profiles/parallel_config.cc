@@ -374,8 +374,10 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
           "num_distributed_optimizer_instances=" + str(instances) + " must divide dp*cp=" + str(dp * c.cp));
   }
   if (c.fsdp == Fsdp::kTorch && (c.pp > 1 || c.ep > 1)) {
-    error("fsdp", "torch_fsdp2_alone",
-          "fsdp=torch (--use-torch-fsdp2) needs pp=1 and ep=1 (Megatron's rule), got pp=" + str(c.pp) + ", ep=" + str(c.ep));
+    // torchtitan and NeMo AutoModel run FSDP2 beside PP and EP; Megatron-LM's integration does not.
+    warn("fsdp", "torch_fsdp2_with_pp_or_ep",
+         "fsdp=torch with pp=" + str(c.pp) + ", ep=" + str(c.ep) + ": Megatron-LM's --use-torch-fsdp2 refuses pp>1 or ep>1 "
+         "(torchtitan and NeMo AutoModel run it; simulated as they do)");
   }
   if (c.fsdp == Fsdp::kNone && c.fp8_param_gather == true && !c.distributed_optimizer) {
     error("fp8_param_gather", "fp8_param_gather_needs_sharding",
