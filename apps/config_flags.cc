@@ -138,6 +138,8 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   add_model_override(cmd, c, "--qk-head-dim", "qk_head_dim", "MLA query/key head dim");
   add_model_override(cmd, c, "--qk-pos-emb-head-dim", "qk_pos_emb_head_dim", "MLA decoupled RoPE head dim");
   add_model_override(cmd, c, "--v-head-dim", "v_head_dim", "MLA value head dim");
+  add_model_override(cmd, c, "--hidden-dropout", "hidden_dropout", "Hidden dropout probability (masks kept when > 0)");
+  add_model_override(cmd, c, "--attention-dropout", "attention_dropout", "Attention dropout probability");
   add_model_override(cmd, c, "--normalization", "normalization", "layernorm | rmsnorm (Megatron: LayerNorm | RMSNorm)");
   add_model_override(cmd, c, "--position-embedding-type", "position_embedding_type", "learned_absolute | rope | none");
   cmd->add_flag_callback("--multi-latent-attention", [&c] { c.model_overrides.emplace_back("multi_latent_attention", "true"); },

@@ -94,15 +94,18 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   a.norm_inputs = 4 * w.hidden / sp;             // the two norms' inputs (the residual stream)
   a.attn_in = gemm_input * w.hidden / sp;        // QKV GEMM input (norm1 output)
   a.mlp_in = gemm_input * w.hidden / sp;         // MLP input (norm2 output)
-  a.masks = 2 * w.hidden / sp;                   // two dropout masks, a byte each
+  a.masks = m.hidden_dropout > 0 ? 2 * w.hidden / sp : 0;  // two dropout masks, a byte each
   a.qkv = (2 * w.query + 4 * w.value) / t;       // Q, K, V for the attention backward
   a.attn_out = gemm_input * w.query / t;         // out-projection input
   a.mlp_up_out = 2 * w.mlp_up / t;               // up (and gate) projection output
   a.mlp_act = gemm_input * w.mlp / t;            // activation: the down projection's input
   if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t;  // tokens permuted to the experts
   if (options_.softmax_stored && !has_module(c, "core_attn")) {
-    // 5as per token: softmax output (2 bytes), its dropout mask (1), softmax input for V (2).
-    a.softmax = 5.0 * m.num_attention_heads * (static_cast<double>(c.seq_length) / c.cp) / t;
+    // 5as per token: softmax output (2 bytes), its dropout mask (1, with attention dropout),
+    // softmax input for V (2); a sliding-window layer attends to window_size + 1 keys at most.
+    double keys = static_cast<double>(c.seq_length) / c.cp;
+    if (m.is_window_attention_layer(layer)) keys = std::min(keys, m.window_size + 1.0);
+    a.softmax = (m.attention_dropout > 0 ? 5.0 : 4.0) * m.num_attention_heads * keys / t;
   }
   // Selective recompute drops what its modules rebuild in the backward (Megatron's
   // --recompute-modules; core_attn by default).
@@ -157,12 +160,16 @@ StaticMemory MemoryModel::static_memory(int rank) const {
   auto sharded = [&](bool on) { return on ? dense / dense_group + expert / expert_group : dense + expert; };
 
   StaticMemory out;
-  // Weights: bf16, or the FP8 copy the all-gather moves (--fp8-param-gather). Sharded weights are
-  // gathered one layer at a time, with the next layer's prefetched: two layers unsharded.
+  // Weights: bf16, or the FP8 copy the all-gather moves (--fp8-param-gather).
   const double weight_bytes = c.fp8_param_gather_enabled() ? 1.0 : static_cast<double>(kBf16Bytes);
-  out.params_bytes = static_cast<std::int64_t>(weight_bytes * (sharded(shard_params) + (shard_params ? 2 * largest_layer : 0)));
+  out.params_bytes = static_cast<std::int64_t>(weight_bytes * sharded(shard_params));
   // Main gradients: the gradient buffer in fp32 or bf16 (grad_reduce_in_fp32).
-  out.grads_bytes = static_cast<std::int64_t>((c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) * sharded(shard_grads));
+  const double grad_bytes = c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes;
+  out.grads_bytes = static_cast<std::int64_t>(grad_bytes * sharded(shard_grads));
+  // Sharded weights are gathered one layer at a time with the next layer's prefetched (two layers
+  // unsharded); sharded gradients are produced whole for the layer being reduce-scattered.
+  out.comm_buffers_bytes = static_cast<std::int64_t>((shard_params ? 2 * weight_bytes * largest_layer : 0) +
+                                                     (shard_grads ? grad_bytes * largest_layer : 0));
   // Optimizer: fp32 main weights and Adam moments (bf16 moments with the precision-aware
   // optimizer), less what is offloaded to the host.
   const double optimizer_bytes = c.use_precision_aware_optimizer ? kFp32Bytes + 2 * kBf16Bytes : 3 * kFp32Bytes;

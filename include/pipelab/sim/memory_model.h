@@ -31,7 +31,8 @@ struct StaticMemory {
   std::int64_t params_bytes = 0;     // bf16 (or FP8) weights, sharded under FSDP
   std::int64_t grads_bytes = 0;      // main gradients, fp32 or bf16, sharded from ZeRO-2 on
   std::int64_t optimizer_bytes = 0;  // fp32 master weights + Adam moments (sharded if distributed)
-  std::int64_t total() const { return params_bytes + grads_bytes + optimizer_bytes; }
+  std::int64_t comm_buffers_bytes = 0;  // FSDP: the gathered weights and unreduced gradients of the layers in flight
+  std::int64_t total() const { return params_bytes + grads_bytes + optimizer_bytes + comm_buffers_bytes; }
 };
 
 /// One layer's activations per token on one GPU, in bytes, by what they are (Korthikanti et al.
