@@ -195,6 +195,12 @@ const std::vector<std::string>& recompute_module_names() {
   return names;
 }
 
+bool ParallelConfig::recomputes_module(std::string_view module) const {
+  if (recompute != Recompute::kSelective) return false;
+  if (recompute_modules.empty()) return module == "core_attn";
+  return std::find(recompute_modules.begin(), recompute_modules.end(), module) != recompute_modules.end();
+}
+
 int ParallelConfig::expert_dp() const {
   const std::int64_t group = std::int64_t{ep} * expert_tp();
   return group > 0 ? static_cast<int>(std::int64_t{tp} * cp * dp / group) : 0;

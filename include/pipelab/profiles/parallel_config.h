@@ -96,6 +96,9 @@ struct ParallelConfig {
   int expert_tp() const { return etp > 0 ? etp : tp; }
   /// Expert data parallel: the ranks of tp * cp * dp that hold the same experts, (tp*cp*dp) / (ep*etp).
   int expert_dp() const;
+  /// Whether selective recompute re-runs `module` (Megatron's --recompute-modules; core_attn when
+  /// none are listed). False without selective recompute.
+  bool recomputes_module(std::string_view module) const;
   /// What is sharded over data parallel: the FSDP strategy, or the distributed optimizer's state.
   Sharding sharding() const;
   bool fp8_param_gather_enabled() const { return fp8_param_gather.value_or(precision == Precision::kFp8); }

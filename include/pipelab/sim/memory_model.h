@@ -58,7 +58,8 @@ class MemoryModel {
   /// A memory model on its own; `config` must be resolved.
   MemoryModel(const ModelSpec& model, const ParallelConfig& config, const PipelineShape& shape, MemoryOptions options = {});
 
-  /// Activation bytes one microbatch leaves on one GPU for one transformer layer.
+  /// Activation bytes one microbatch leaves on one GPU for one transformer layer (under full
+  /// recompute: its kept input).
   std::int64_t layer_activation_bytes(int layer) const;
   /// Per token, by part, after selective recompute.
   LayerActivation layer_activation(int layer) const;
@@ -76,6 +77,8 @@ class MemoryModel {
   /// group's input (uniform groups of recompute_num_layers).
   bool recomputed_in_full(int index_in_chunk, int layers_in_chunk) const;
   bool keeps_group_input(int index_in_chunk) const;
+  /// What a layer keeps when it is not recomputed in full (selective recompute applied).
+  std::int64_t stored_layer_bytes(int layer) const;
 
   std::shared_ptr<const LayerGeometry> geometry_;
   PipelineShape shape_;
