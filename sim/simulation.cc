@@ -5,6 +5,7 @@
 
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/flops.h"
+#include "pipelab/profiles/pipeline_layout.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
 #include "pipelab/sim/analytic_cost.h"
@@ -33,6 +34,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   for (const ConfigIssue& w : check.warnings) out.warnings.push_back(w.message);
   config.vp = vp;
   out.config = config;
+  out.pipeline_layout = resolve_pipeline_layout(split, req.model, schedule.shape.stages_per_chain()).layout.to_megatron();
 
   Schedule lowered = add_send_recv(schedule);
   if (config.dp * config.cp > 1) {
