@@ -28,7 +28,8 @@ struct ConfigFlags {
   bool no_distributed_optimizer = false;
   std::string stage_layers;  // "2,3,3,3,2,3,3,3"
   bool softmax_stored = false;
-  // Megatron-named model and layout overrides, applied in command-line order: (field, value).
+  // Megatron-named model and layout overrides, applied in command-line order (every config flag
+  // triggers on parse): (field, value).
   std::vector<std::pair<std::string, std::string>> model_overrides;
   std::vector<std::pair<std::string, std::string>> parallel_overrides;
   // --megatron-args and --automodel-yaml are expanded in main() before parsing (pasted_args.h).

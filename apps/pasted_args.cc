@@ -129,6 +129,7 @@ ExpandedArgs expand_pasted_args(const CLI::App& root, const std::vector<std::str
     }
   }
 
+  std::vector<Pasted> kept;  // from every paste, in order
   for (std::size_t a = 0; a < args.size(); ++a) {
     const PasteFlag* paste = nullptr;
     std::string value;
@@ -155,7 +156,6 @@ ExpandedArgs expand_pasted_args(const CLI::App& root, const std::vector<std::str
       out.ignored.insert(out.ignored.end(), yaml.ignored.begin(), yaml.ignored.end());
     }
 
-    std::vector<Pasted> kept;
     for (std::size_t i = 0; i < words.size(); ++i) {
       if (!is_flag_word(words[i]) || !words[i].starts_with("--")) {
         out.ignored.push_back(words[i]);  // launcher, script path, array syntax, stray values
@@ -179,17 +179,22 @@ ExpandedArgs expand_pasted_args(const CLI::App& root, const std::vector<std::str
       }
       i += n;
     }
-    // argparse keeps the last of repeated flags; pipelab's own flags win over pasted ones.
-    for (std::size_t i = 0; i < kept.size(); ++i) {
-      const bool repeated = std::any_of(kept.begin() + static_cast<std::ptrdiff_t>(i) + 1, kept.end(),
-                                        [&](const Pasted& later) { return later.option == kept[i].option; });
-      if (explicit_options.contains(kept[i].option)) {
-        out.overridden.push_back(kept[i].words.front());
-      } else if (!repeated) {
-        out.args.insert(out.args.end(), kept[i].words.begin(), kept[i].words.end());
-      }
+  }
+  // argparse keeps the last of repeated flags (across pastes too); pipelab's own flags win.
+  std::vector<std::string> pasted;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    const bool repeated = std::any_of(kept.begin() + static_cast<std::ptrdiff_t>(i) + 1, kept.end(),
+                                      [&](const Pasted& later) { return later.option == kept[i].option; });
+    if (explicit_options.contains(kept[i].option)) {
+      out.overridden.push_back(kept[i].words.front());
+    } else if (!repeated) {
+      pasted.insert(pasted.end(), kept[i].words.begin(), kept[i].words.end());
     }
   }
+  // Right after the subcommand, before the user's own flags: flags apply in command-line order, so
+  // an own switch beats a pasted switch of the same field (--no-overlap-grad-reduce after a pasted --overlap-grad-reduce).
+  const auto subcommand = std::find(out.args.begin(), out.args.end(), cmd->get_name());
+  out.args.insert(subcommand == out.args.end() ? out.args.end() : subcommand + 1, pasted.begin(), pasted.end());
   return out;
 }
 
