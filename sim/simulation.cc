@@ -31,7 +31,11 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   split.vp = schedule.shape.stages_per_chain() / config.pp;
   const ConfigCheck check = pipelab::check(split, req.model, req.gpu);
   if (!check.ok()) throw ConfigError(join_messages(check.errors, "; "));
-  for (const ConfigIssue& w : check.warnings) out.warnings.push_back(w.message);
+  for (const ConfigIssue& w : check.warnings) {
+    // Zero-bubble and DualPipe schedules cut the bubble their own way: "interleave" is not their advice.
+    if (w.rule == "pp_without_vp" && info.splits_backward) continue;
+    out.warnings.push_back(w.message);
+  }
   config.vp = vp;
   out.config = config;
   out.pipeline_layout = resolve_pipeline_layout(split, req.model, schedule.shape.stages_per_chain()).layout.to_megatron();
