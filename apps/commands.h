@@ -12,6 +12,8 @@ void add_show_command(CLI::App& root, int& exit_code);
 void add_validate_command(CLI::App& root, int& exit_code);
 void add_simulate_command(CLI::App& root, int& exit_code);
 void add_compare_command(CLI::App& root, int& exit_code);
+/// `pipelab plan --model M --gpu G --gpus N --gbs B ...` (docs/cli.md, "plan").
+void add_plan_command(CLI::App& root, int& exit_code);
 /// `pipelab report RESULT.json [RESULT2.json ...] --out FILE [--format html|md|csv|timeline-csv|trace]`.
 void add_report_command(CLI::App& root, int& exit_code);
 void add_profile_command(CLI::App& root, int& exit_code);

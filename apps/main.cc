@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
   pipelab::app::add_validate_command(root, exit_code);
   pipelab::app::add_simulate_command(root, exit_code);
   pipelab::app::add_compare_command(root, exit_code);
+  pipelab::app::add_plan_command(root, exit_code);
   pipelab::app::add_report_command(root, exit_code);
   pipelab::app::add_profile_command(root, exit_code);
   pipelab::app::add_run_command(root, exit_code);

@@ -9,9 +9,14 @@
 #include <variant>
 #include <vector>
 
+#include "pipelab/base/json_reader.h"
 #include "pipelab/reports/result.h"
 
 namespace pipelab::reports::detail {
+
+/// `summary` as every result kind writes and reads it (result_write.cc, result_load.cc).
+nlohmann::json summary_json(const Summary& summary);
+Summary read_summary(const JsonReader& r);
 
 template <class T>
 struct Field {

@@ -20,6 +20,7 @@ namespace pipelab::reports {
 namespace {
 
 using nlohmann::json;
+using detail::read_summary;
 
 // Reads every field of `fields` from `r`'s object into `out`.
 template <class T, std::size_t N>
@@ -41,13 +42,6 @@ void read_fields(const JsonReader& r, const std::array<detail::Field<T>, N>& fie
         },
         f.member);
   }
-}
-
-Summary read_summary(const JsonReader& r) {
-  Summary s;
-  read_fields(r, detail::kSummaryFields, s);
-  if (s.makespan_ns < 0) r.fail_key("makespan_ns", "must not be negative");
-  return s;
 }
 
 RankRow read_rank(const JsonReader& r) {
@@ -165,6 +159,13 @@ GradientCheckResult read_gradient_check(const JsonReader& r) {
 }
 
 }  // namespace
+
+Summary detail::read_summary(const JsonReader& r) {
+  Summary s;
+  read_fields(r, detail::kSummaryFields, s);
+  if (s.makespan_ns < 0) r.fail_key("makespan_ns", "must not be negative");
+  return s;
+}
 
 std::int64_t Summary::max_peak_memory_bytes() const {
   return peak_memory_bytes.empty() ? 0 : *std::max_element(peak_memory_bytes.begin(), peak_memory_bytes.end());

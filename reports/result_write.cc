@@ -34,9 +34,7 @@ json rank_json(const RankRow& r) {
 json timeline_result_json(const TimelineResult& t) {
   json ranks = json::array();
   for (const RankRow& r : t.ranks) ranks.push_back(rank_json(r));
-  json summary = json::object();
-  write_fields(t.summary, detail::kSummaryFields, summary);
-  json j = {{"summary", std::move(summary)}, {"ranks", std::move(ranks)}, {"timeline", timeline_to_json(t.timeline)}};
+  json j = {{"summary", detail::summary_json(t.summary)}, {"ranks", std::move(ranks)}, {"timeline", timeline_to_json(t.timeline)}};
   if (!t.memory.empty()) {
     json memory = json::array();
     for (const MemorySeries& m : t.memory) {
@@ -93,6 +91,12 @@ void write_simulated_extras(const ScheduleResult& s, json& j) {
 }
 
 }  // namespace
+
+json detail::summary_json(const Summary& summary) {
+  json j = json::object();
+  write_fields(summary, detail::kSummaryFields, j);
+  return j;
+}
 
 json to_json(const ReportInput& r) {
   json j = {{"format", std::string(kResultFormat)}, {"version", kResultVersion}, {"kind", r.kind}, {"config", r.config}};

@@ -2,6 +2,7 @@
 #include "pipelab/sim/simulation.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/flops.h"
@@ -23,13 +24,21 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
                       std::to_string(asked_vp));
   }
   const int vp = info.fixed_vp || asked_vp <= 0 ? info.default_vp : asked_vp;
-  const int microbatches = config.microbatches();
-  Schedule schedule = make_schedule(info.name, {config.pp, vp, microbatches, 0});
+  out.lowered = req.lowered ? req.lowered : std::make_shared<const Schedule>(lowered_schedule(req));
+  const Schedule& run = *out.lowered;
+  const PipelineShape& shape = run.shape;
   // The layer split follows the schedule's model parts (DualPipe: pp parts, each held twice); the
   // cost and memory models see this split, the outcome reports the schedule's chunks per rank.
   ParallelConfig split = config;
-  split.vp = schedule.shape.stages_per_chain() / config.pp;
-  const ConfigCheck check = pipelab::check(split, req.model, req.gpu);
+  split.vp = shape.stages_per_chain() / config.pp;
+  // Uniform costs describe the schedule alone: the model's layers need not split over its stages,
+  // and there is no memory model (docs/simulator.md, "uniform").
+  const bool uniform = !req.make_cost && req.cost_model == CostModelKind::Uniform;
+  ConfigCheck check = pipelab::check(split, req.model, req.gpu);
+  if (uniform) {
+    std::erase_if(check.errors, [](const ConfigIssue& e) { return e.rule == "layers_split" || e.rule == "recompute_num_layers_within_chunk"; });
+    std::erase_if(check.warnings, [](const ConfigIssue& w) { return w.rule == "layers_balanced"; });
+  }
   if (!check.ok()) throw ConfigError(join_messages(check.errors, "; "));
   for (const ConfigIssue& w : check.warnings) {
     // Zero-bubble and DualPipe schedules cut the bubble their own way: "interleave" is not their advice.
@@ -38,21 +47,16 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   }
   config.vp = vp;
   out.config = config;
-  out.pipeline_layout = resolve_pipeline_layout(split, req.model, schedule.shape.stages_per_chain()).layout.to_megatron();
-
-  Schedule lowered = add_send_recv(schedule);
-  if (config.dp * config.cp > 1) {
-    lowered = add_reduce_grad(lowered, config.overlap_grad_reduce ? ReduceGradPlacement::AfterLastWeightGrad : ReduceGradPlacement::AtEnd);
-  }
+  if (!uniform) out.pipeline_layout = resolve_pipeline_layout(split, req.model, shape.stages_per_chain()).layout.to_megatron();
 
   // One geometry for the cost and the memory model, so they size every tensor alike.
   const auto geometry = std::make_shared<const LayerGeometry>(req.model, split);
-  const MemoryModel memory(geometry, schedule.shape, req.memory);
+  const std::optional<MemoryModel> memory = uniform ? std::nullopt : std::optional<MemoryModel>(std::in_place, geometry, shape, req.memory);
   std::unique_ptr<CostModel> cost;
   if (req.make_cost) {
-    cost = req.make_cost(schedule.shape);
+    cost = req.make_cost(shape);
   } else if (req.cost_model == CostModelKind::Analytic) {
-    cost = std::make_unique<AnalyticCost>(geometry, req.gpu, schedule.shape);
+    cost = std::make_unique<AnalyticCost>(geometry, req.gpu, shape);
   } else {
     cost = std::make_unique<UniformCost>(req.uniform);
     out.warnings.push_back("uniform cost model: TFLOPS, MFU and tokens/s divide the model's real FLOPs by the given "
@@ -60,9 +64,8 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   }
 
   SimOptions options;
-  options.activations = memory.stage_activations();
-  out.result = simulate(lowered, *cost, options);
-  out.lowered = std::move(lowered);
+  if (memory) options.activations = memory->stage_activations();
+  out.result = simulate(run, *cost, options);
   out.metrics = compute_metrics(out.result.timeline);
 
   const std::int64_t gpus = static_cast<std::int64_t>(config.tp) * config.pp * config.cp * config.dp;
@@ -72,12 +75,23 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
                                       req.gpu.peak_tflops(config.precision));
   out.memory_capacity_bytes = req.gpu.usable_memory_bytes();
   for (int r = 0; r < config.pp; ++r) {
-    out.static_memory.push_back(memory.static_memory(r));
+    out.static_memory.push_back(memory ? memory->static_memory(r) : StaticMemory{});
     const std::int64_t peak = out.static_memory.back().total() + out.result.peak_activation_bytes[static_cast<std::size_t>(r)];
     out.peak_memory_bytes.push_back(peak);
     out.oom = out.oom || peak > out.memory_capacity_bytes;
   }
   return out;
+}
+
+Schedule lowered_schedule(const SimulationRequest& req) {
+  const ScheduleInfo& info = find_schedule(req.schedule);
+  const ParallelConfig& config = req.config;
+  const int vp = info.fixed_vp || config.vp <= 0 ? info.default_vp : config.vp;
+  Schedule lowered = add_send_recv(make_schedule(info.name, {config.pp, vp, config.microbatches(), 0}));
+  if (config.dp * config.cp > 1) {
+    lowered = add_reduce_grad(lowered, config.overlap_grad_reduce ? ReduceGradPlacement::AfterLastWeightGrad : ReduceGradPlacement::AtEnd);
+  }
+  return lowered;
 }
 
 }  // namespace pipelab::sim

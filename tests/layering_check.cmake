@@ -4,12 +4,13 @@ cmake_policy(SET CMP0057 NEW)  # if(IN_LIST) in script mode
 set(allowed_schedules base schedules)
 set(allowed_profiles  base profiles)
 set(allowed_sim       base schedules profiles sim)
+set(allowed_plan      base schedules profiles sim plan)
 set(allowed_kernels   base kernels)
 set(allowed_runtime   base schedules profiles kernels runtime)
 set(allowed_reports   base schedules profiles reports)
 
 set(failures "")
-foreach(module schedules profiles sim kernels runtime reports)
+foreach(module schedules profiles sim plan kernels runtime reports)
   file(GLOB_RECURSE files ${ROOT}/${module}/*.h ${ROOT}/${module}/*.cc ${ROOT}/${module}/*.cu
                           ${ROOT}/${module}/*.cuh ${ROOT}/include/pipelab/${module}/*.h)
   foreach(f ${files})

@@ -44,6 +44,9 @@ struct SimulationRequest {
   MemoryOptions memory;
   /// Optional: a caller-built cost model (e.g. profiled) used instead of cost_model's.
   std::function<std::unique_ptr<CostModel>(const PipelineShape&)> make_cost;
+  /// Optional: the schedule already built and lowered for this layout (lowered_schedule()), shared
+  /// by the layouts of a plan search instead of being built again for each.
+  std::shared_ptr<const Schedule> lowered;
 };
 
 struct SimulationOutcome {
@@ -51,7 +54,7 @@ struct SimulationOutcome {
   ParallelConfig config;         // as simulated (vp = chunks per rank of the schedule)
   std::vector<std::string> warnings;
   std::string pipeline_layout;   // the model-order split as simulated, in Megatron's layout grammar
-  Schedule lowered;
+  std::shared_ptr<const Schedule> lowered;  // the schedule as simulated
   SimResult result;
   TimelineMetrics metrics;
   Throughput throughput;
@@ -66,5 +69,10 @@ struct SimulationOutcome {
 /// Throws InputError/ConfigError/ScheduleError naming the rule when the configuration or the
 /// schedule's constraints are broken.
 SimulationOutcome simulate_config(const SimulationRequest& request);
+
+/// The schedule `request` simulates, built and lowered (send/recv, and REDUCE_GRAD with data
+/// parallelism): what simulate_config runs, for a caller that shares it between requests.
+/// Throws ScheduleError when the schedule's own constraints are broken.
+Schedule lowered_schedule(const SimulationRequest& request);
 
 }  // namespace pipelab::sim

@@ -1,0 +1,204 @@
+// `pipelab plan`: search every layout and schedule for a model on N GPUs (pipelab/plan/plan.h),
+// print the ranked table, the exclusions, why the winner wins and its recipes; --json and
+// --report write the plan result (pipelab/reports/plan_result.h).
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "commands.h"
+#include "pipelab/base/error.h"
+#include "pipelab/base/file_io.h"
+#include "pipelab/plan/plan.h"
+#include "pipelab/plan/recipes.h"
+#include "pipelab/profiles/presets.h"
+#include "pipelab/reports/plan_result.h"
+#include "sim_results.h"
+
+namespace pipelab::app {
+namespace {
+
+struct PlanOptions {
+  std::string model = "llama3-70b";
+  std::string gpu = "h100-sxm";
+  int gpus = 0, gbs = 0, seq = 0;
+  std::string precision = "bf16";
+  std::string schedules = "all";
+  double memory_headroom_gib = 0;
+  int top = 10;
+  double time_budget_s = -1;  // not given
+  std::string json_out, report_out;
+  bool allow_cross_node_tp = false;
+  int threads = 0;
+  std::string mbs = "1,2,4";
+  std::string recompute = "none,selective,full";
+  bool no_progress = false;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+plan::PlanRequest make_plan_request(const PlanOptions& o) {
+  plan::PlanRequest r;
+  r.model = load_model(o.model);
+  r.gpu = load_gpu(o.gpu);
+  r.gpus = o.gpus;
+  r.gbs = o.gbs;
+  r.seq_length = o.seq;
+  r.precision = parse_precision(o.precision);
+  if (o.schedules != "all") {
+    r.schedules = split_list(o.schedules);
+    if (r.schedules.empty()) throw InputError("--schedules is empty: give all or a comma-separated list");
+  }
+  if (!(o.memory_headroom_gib >= 0)) throw InputError("--memory-headroom=" + std::to_string(o.memory_headroom_gib) + ": must be >= 0 GiB");
+  r.memory_headroom_bytes = static_cast<std::int64_t>(o.memory_headroom_gib * 1024.0 * 1024.0 * 1024.0);
+  r.allow_cross_node_tp = o.allow_cross_node_tp;
+  if (o.top < 1) throw InputError("--top=" + std::to_string(o.top) + ": must be at least 1");
+  r.top_k = o.top;
+  if (o.time_budget_s == 0 || (o.time_budget_s < 0 && o.time_budget_s != -1)) {
+    throw InputError("--time-budget=" + std::to_string(o.time_budget_s) + ": must be > 0 seconds (leave it out to search everything)");
+  }
+  r.time_budget_s = o.time_budget_s > 0 ? o.time_budget_s : 0;
+  r.threads = o.threads;
+  r.mbs.clear();
+  for (const std::string& m : split_list(o.mbs)) {
+    const std::vector<int> one = parse_int_list("--mbs", m);
+    if (one.front() < 1) throw InputError("--mbs=" + m + ": must be at least 1");
+    r.mbs.push_back(one.front());
+  }
+  if (r.mbs.empty()) throw InputError("--mbs is empty");
+  r.recompute.clear();
+  for (const std::string& m : split_list(o.recompute)) r.recompute.push_back(parse_recompute(m));
+  if (r.recompute.empty()) throw InputError("--recompute is empty");
+  return r;
+}
+
+reports::Summary summary_of(const plan::PlanPoint& p) {
+  return {.makespan_ns = p.makespan_ns,
+          .bubble_ratio = p.bubble_ratio,
+          .tflops_per_gpu = p.throughput.tflops_per_gpu,
+          .mfu = p.throughput.mfu,
+          .tokens_per_s_per_gpu = p.throughput.tokens_per_s_per_gpu,
+          .peak_memory_bytes = p.peak_memory_bytes,
+          .exposed_comm_ns = p.exposed_comm_ns,
+          .memory_capacity_bytes = p.memory_capacity_bytes,
+          .oom = !p.fits,
+          .model_flops = p.model_flops,
+          .tokens_per_iteration = p.tokens_per_iteration};
+}
+
+reports::PlanLayout layout_of(const plan::PlanPoint& p) {
+  const ParallelConfig& c = p.config;
+  return {.tp = c.tp, .pp = c.pp, .vp = c.vp, .cp = c.cp, .ep = c.ep, .etp = c.expert_tp(), .dp = c.dp, .mbs = c.mbs,
+          .schedule = p.schedule, .recompute = std::string(to_string(c.recompute)), .stage_layers = p.stage_layers,
+          .fsdp = std::string(to_string(c.fsdp)), .embedding_loss_aware = c.account_for_embedding_in_pipeline_split,
+          .pipeline_layout = p.pipeline_layout};
+}
+
+reports::PlanResult plan_result(const PlanOptions& o, const plan::PlanRequest& r, const plan::PlanOutcome& out, int threads) {
+  reports::PlanResult res;
+  std::vector<std::string> schedules;
+  for (const std::string& s : r.schedules) schedules.push_back(s);
+  res.config = {{"model", to_json(r.model)},
+                {"gpu", to_json(r.gpu)},
+                {"gpus", r.gpus},
+                {"gbs", r.gbs},
+                {"seq_length", r.seq_length > 0 ? r.seq_length : r.model.seq_length},
+                {"precision", std::string(to_string(r.precision))},
+                {"schedules", o.schedules == "all" ? nlohmann::json("all") : nlohmann::json(schedules)},
+                {"memory_headroom_bytes", r.memory_headroom_bytes},
+                {"allow_cross_node_tp", r.allow_cross_node_tp},
+                {"mbs", r.mbs},
+                {"top", r.top_k},
+                {"time_budget_s", r.time_budget_s}};
+  std::vector<std::string> recompute;
+  for (Recompute c : r.recompute) recompute.emplace_back(to_string(c));
+  res.config["recompute"] = recompute;
+  res.evaluated = out.evaluated;
+  res.excluded = out.excluded;
+  for (const plan::PlanPoint& p : out.top) res.top.push_back({layout_of(p), summary_of(p)});
+  if (!out.top.empty()) {
+    const plan::PlanPoint& w = out.top.front();
+    const plan::Recipes recipes = plan::make_recipes(r.model, w.config, w.schedule, w.stage_layers);
+    res.recipes = {recipes.megatron_lm, recipes.megatron_bridge, recipes.automodel_yaml, recipes.torchtitan};
+  }
+  res.search = {.candidates = out.candidates, .searched = out.searched, .complete = out.complete, .seconds = out.seconds, .threads = threads};
+  if (out.why) res.why = out.why->lines;
+  for (const plan::PlanPoint& p : out.points) {
+    res.points.push_back({.schedule = p.schedule, .tokens_per_s_per_gpu = p.throughput.tokens_per_s_per_gpu,
+                          .peak_memory_bytes = p.max_peak_memory_bytes(), .fits = p.fits});
+  }
+  return res;
+}
+
+// "[#########.........]  45%  12,345 of 40,320 layouts  ETA 3 s" on stderr, redrawn in place.
+void draw_progress(const plan::PlanProgress& p) {
+  const double fraction = p.total > 0 ? static_cast<double>(p.done) / static_cast<double>(p.total) : 0;
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(fraction * kWidth);
+  std::string bar(static_cast<std::size_t>(filled), '#');
+  bar += std::string(static_cast<std::size_t>(kWidth - filled), '.');
+  char eta[32] = "";
+  if (p.done > 0 && fraction < 1) std::snprintf(eta, sizeof eta, "  ETA %.0f s", p.elapsed_s * (1 - fraction) / fraction);
+  std::fprintf(stderr, "\r[%s] %3.0f%%  %lld of %lld layouts%s   ", bar.c_str(), fraction * 100, static_cast<long long>(p.done),
+               static_cast<long long>(p.total), eta);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& root, int& exit_code) {
+  auto* cmd = root.add_subcommand("plan", "Search every layout and schedule for a model on N GPUs; rank, explain, export recipes");
+  auto o = std::make_shared<PlanOptions>();
+  cmd->add_option("--model", o->model, "Model preset (pipelab list models) or a model JSON file")->capture_default_str();
+  cmd->add_option("--gpu", o->gpu, "GPU preset (pipelab list gpus) or a GPU JSON file")->capture_default_str();
+  cmd->add_option("--gpus,--world-size", o->gpus, "Total GPUs")->required();
+  cmd->add_option("--gbs,--global-batch-size", o->gbs, "Global batch size (sequences)")->required();
+  cmd->add_option("--seq,--seq-length", o->seq, "Sequence length (default: the model's)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--precision", o->precision, "bf16 | fp8")->capture_default_str()->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_option("--schedules", o->schedules, "all, or a comma-separated list of schedules")->capture_default_str();
+  cmd->add_option("--memory-headroom", o->memory_headroom_gib, "GiB kept free on every GPU besides its reserve")->capture_default_str();
+  cmd->add_option("--top", o->top, "Layouts in the ranked table")->capture_default_str();
+  cmd->add_option("--time-budget", o->time_budget_s, "Seconds; stop then and report the best found so far (default: search everything)");
+  cmd->add_option("--json", o->json_out, "Write the plan result JSON here (docs/formats.md)");
+  cmd->add_option("--report", o->report_out, "Write an HTML report here");
+  cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let TP span more GPUs than one NVLink domain");
+  cmd->add_option("--threads", o->threads, "Threads (default: every core)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--mbs", o->mbs, "Micro-batch sizes to try, comma-separated")->capture_default_str();
+  cmd->add_option("--recompute", o->recompute, "Recompute choices to try, in order, comma-separated")->capture_default_str();
+  cmd->add_flag("--no-progress", o->no_progress, "No progress bar (it shows only on a terminal)");
+  cmd->callback([o, &exit_code] {
+    plan::PlanRequest request = make_plan_request(*o);
+    const bool tty = !o->no_progress && isatty(STDERR_FILENO);
+    if (tty) request.on_progress = draw_progress;
+    const plan::PlanOutcome outcome = plan::run_plan(request);
+    if (tty) std::fprintf(stderr, "\r%80s\r", "");
+    const int threads = request.threads > 0 ? request.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const reports::PlanResult result = plan_result(*o, request, outcome, threads);
+    std::cout << reports::render_plan_text(result);
+    if (!o->json_out.empty()) reports::write_plan_file(o->json_out, result);
+    if (!o->report_out.empty()) {
+      std::optional<reports::ReportInput> winner;
+      if (!outcome.top.empty()) {
+        const sim::SimulationRequest q = plan::point_request(request, outcome.top.front());
+        const sim::SimulationOutcome sim = sim::simulate_config(q);
+        winner = simulate_result(config_json(q.model, q.gpu, sim.config, "analytic"), sim, "");
+      }
+      write_text_file(o->report_out, reports::render_plan_html(result, winner ? &*winner : nullptr), "report");
+      std::cout << "# report: " << o->report_out << "\n";
+    }
+    exit_code = outcome.top.empty() ? 1 : 0;
+  });
+}
+
+}  // namespace pipelab::app

@@ -1,0 +1,237 @@
+// Recipes of a layout for Megatron-LM, Megatron-Bridge, NeMo AutoModel and torchtitan; see recipes.h.
+#include "pipelab/plan/recipes.h"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "pipelab/profiles/pipeline_layout.h"
+#include "pipelab/schedules/registry.h"
+
+namespace pipelab::plan {
+namespace {
+
+constexpr std::array<std::pair<std::string_view, std::string_view>, 7> kPytorchNames = {{
+    {"gpipe", "GPipe"},
+    {"1f1b", "1F1B"},
+    {"interleaved-1f1b", "Interleaved1F1B"},
+    {"looped-bfs", "LoopedBFS"},
+    {"zb-h1", "InterleavedZeroBubble"},
+    {"zb-v", "ZBVZeroBubble"},
+    {"dualpipev", "DualPipeV"},
+}};
+
+std::string str(long long v) { return std::to_string(v); }
+
+// What the recipes of one layout share.
+struct Facts {
+  const ModelSpec& model;
+  const ParallelConfig& c;
+  std::string schedule;  // canonical
+  bool even = true;      // every model part holds the same number of decoder layers
+  bool interleaved = false;  // Megatron's interleaved 1F1B (vp > 1) or its 1F1B
+  int layers_per_part = 0;
+  std::string layout;    // Megatron's layout string for an uneven split without the account-for flags
+  int parts_per_rank = 1;  // model parts a pipeline rank holds (V schedules: 2)
+
+  // Megatron-Core runs this schedule: 1F1B, or interleaved 1F1B with vp > 1.
+  bool megatron_schedule() const { return schedule == "1f1b" || (schedule == "interleaved-1f1b" && c.vp > 1); }
+  // Megatron-Core's 1F1B splits the model the same way (DualPipe's parts are one per rank).
+  bool megatron_split() const { return megatron_schedule() || parts_per_rank == 1; }
+};
+
+std::string header(const Facts& f) {
+  const ParallelConfig& c = f.c;
+  return "# pipelab plan: " + f.model.name + " on " + str(static_cast<long long>(c.tp) * c.pp * c.cp * c.dp) + " GPUs, schedule " +
+         f.schedule + "\n";
+}
+
+std::string megatron_lm(const Facts& f) {
+  const ParallelConfig& c = f.c;
+  std::string notes;
+  std::vector<std::string> flags;
+  auto add = [&](std::string flag) { flags.push_back(std::move(flag)); };
+  add("--tensor-model-parallel-size " + str(c.tp));
+  add("--pipeline-model-parallel-size " + str(c.pp));
+  if (f.schedule == "interleaved-1f1b" && c.vp > 1) {
+    add("--num-virtual-stages-per-pipeline-rank " + str(c.vp));
+  } else if (!f.megatron_schedule()) {
+    notes += "# note: Megatron-LM has no " + f.schedule + " schedule; these flags run its 1F1B" +
+             (f.megatron_split() ? " with the same split\n" : ", one model part per rank instead of " + str(f.parts_per_rank) + "\n");
+  }
+  if (c.cp > 1) add("--context-parallel-size " + str(c.cp));
+  if (f.model.is_moe()) {
+    add("--expert-model-parallel-size " + str(c.ep));
+    add("--expert-tensor-parallel-size " + str(c.expert_tp()));
+  }
+  if (c.sequence_parallel_enabled()) add("--sequence-parallel");
+  add("--micro-batch-size " + str(c.mbs));
+  add("--global-batch-size " + str(c.gbs));
+  add("--seq-length " + str(c.seq_length));
+  if (c.fsdp == Fsdp::kMegatron) {
+    add("--use-megatron-fsdp");
+    add("--data-parallel-sharding-strategy " + std::string(to_string(c.data_parallel_sharding_strategy)));
+  } else if (c.distributed_optimizer) {
+    add("--use-distributed-optimizer");
+  }
+  if (c.overlap_grad_reduce) add("--overlap-grad-reduce");
+  if (c.overlap_param_gather) add("--overlap-param-gather");
+  if (c.recompute == Recompute::kSelective) {
+    add("--recompute-granularity selective");
+  } else if (c.recompute == Recompute::kFull) {
+    add("--recompute-granularity full");
+    add("--recompute-method " + std::string(to_string(c.recompute_method)));
+    add("--recompute-num-layers " + str(std::max(1, c.recompute_num_layers)));
+  }
+  if (f.megatron_split()) {
+    if (c.account_for_embedding_in_pipeline_split) add("--account-for-embedding-in-pipeline-split");
+    if (c.account_for_loss_in_pipeline_split) add("--account-for-loss-in-pipeline-split");
+    if (!f.layout.empty()) add("--pipeline-model-parallel-layout \"" + f.layout + "\"");
+  }
+  if (c.precision == Precision::kFp8) {
+    add("--bf16");
+    add("--fp8-format hybrid");
+    add("--fp8-recipe " + std::string(to_string(c.fp8_recipe)));
+  } else {
+    add("--bf16");
+  }
+  std::string out = header(f) + notes;
+  for (std::size_t i = 0; i < flags.size(); ++i) out += flags[i] + (i + 1 < flags.size() ? " \\\n" : "\n");
+  return out;
+}
+
+std::string megatron_bridge(const Facts& f) {
+  const ParallelConfig& c = f.c;
+  std::string out = header(f);
+  if (!f.megatron_schedule()) {
+    out += "# note: Megatron-Bridge (Megatron-Core) has no " + f.schedule + " schedule; these overrides run its 1F1B" +
+           (f.megatron_split() ? " with the same split\n" : ", one model part per rank instead of " + str(f.parts_per_rank) + "\n");
+  }
+  auto set = [&](const std::string& key, const std::string& value) { out += key + "=" + value + "\n"; };
+  set("model.tensor_model_parallel_size", str(c.tp));
+  set("model.pipeline_model_parallel_size", str(c.pp));
+  if (f.schedule == "interleaved-1f1b" && c.vp > 1) set("model.virtual_pipeline_model_parallel_size", str(c.vp));
+  set("model.context_parallel_size", str(c.cp));
+  if (f.model.is_moe()) {
+    set("model.expert_model_parallel_size", str(c.ep));
+    set("model.expert_tensor_parallel_size", str(c.expert_tp()));
+  }
+  set("model.sequence_parallel", c.sequence_parallel_enabled() ? "true" : "false");
+  set("model.seq_length", str(c.seq_length));
+  set("train.micro_batch_size", str(c.mbs));
+  set("train.global_batch_size", str(c.gbs));
+  if (c.recompute != Recompute::kNone) set("model.recompute_granularity", std::string(to_string(c.recompute)));
+  if (c.recompute == Recompute::kFull) {
+    set("model.recompute_method", std::string(to_string(c.recompute_method)));
+    set("model.recompute_num_layers", str(std::max(1, c.recompute_num_layers)));
+  }
+  if (f.megatron_split()) {
+    if (c.account_for_embedding_in_pipeline_split) set("model.account_for_embedding_in_pipeline_split", "true");
+    if (c.account_for_loss_in_pipeline_split) set("model.account_for_loss_in_pipeline_split", "true");
+    if (!f.layout.empty()) set("model.pipeline_model_parallel_layout", "\"" + f.layout + "\"");
+  }
+  if (c.fsdp == Fsdp::kMegatron) {
+    set("ddp.use_megatron_fsdp", "true");
+    set("ddp.data_parallel_sharding_strategy", std::string(to_string(c.data_parallel_sharding_strategy)));
+  } else {
+    set("ddp.use_distributed_optimizer", c.distributed_optimizer ? "true" : "false");
+  }
+  set("ddp.overlap_grad_reduce", c.overlap_grad_reduce ? "true" : "false");
+  set("ddp.overlap_param_gather", c.overlap_param_gather ? "true" : "false");
+  set("mixed_precision", c.precision == Precision::kFp8 ? "bf16_with_fp8_delayed_scaling_mixed" : "bf16_mixed");
+  return out;
+}
+
+std::string automodel_yaml(const Facts& f) {
+  const ParallelConfig& c = f.c;
+  std::string notes;
+  const std::string_view pytorch = pytorch_schedule_name(f.schedule);
+  if (c.pp > 1 && pytorch.empty()) notes += "# note: AutoModel (PyTorch pipelining) has no " + f.schedule + " schedule; pp_schedule left to its default\n";
+  if (c.fsdp == Fsdp::kNone) {
+    notes += "# note: AutoModel shards data parallelism with FSDP2 (parameters too) where Megatron's distributed optimizer shards the "
+             "optimizer state only\n";
+  }
+  if (f.model.is_moe()) notes += "# note: AutoModel has no expert tensor parallel size; the layout used etp=" + str(c.expert_tp()) + "\n";
+  if (c.recompute == Recompute::kSelective) notes += "# note: AutoModel's activation_checkpointing is whole layers; selective recompute has no equivalent\n";
+  const bool per_stage = c.pp > 1 && c.vp > 1 && f.even && !c.account_for_embedding_in_pipeline_split;
+  if (c.pp > 1 && !f.even) notes += "# note: AutoModel splits the layers evenly; this layout's split (" + f.layout + ") has no equivalent\n";
+  if (c.account_for_embedding_in_pipeline_split) notes += "# note: AutoModel does not count the embedding and loss as layers in the split\n";
+  if (c.precision == Precision::kFp8) notes += "# note: FP8 is AutoModel's fp8: block, outside distributed:\n";
+  std::string out = header(f) + notes + "distributed:\n";
+  out += std::string("  strategy: ") + (c.fsdp == Fsdp::kMegatron ? "megatron_fsdp" : "fsdp2") + "\n";
+  out += "  tp_size: " + str(c.tp) + "\n  cp_size: " + str(c.cp) + "\n  pp_size: " + str(c.pp) + "\n";
+  if (f.model.is_moe()) out += "  ep_size: " + str(c.ep) + "\n";
+  out += "  dp_size: " + str(c.dp) + "\n";
+  out += std::string("  sequence_parallel: ") + (c.sequence_parallel_enabled() ? "true" : "false") + "\n";
+  out += std::string("  activation_checkpointing: ") + (c.recompute == Recompute::kFull ? "true" : "false") + "\n";
+  if (c.pp > 1) {
+    out += "  pipeline:\n";
+    if (!pytorch.empty()) out += "    pp_schedule: " + std::string(pytorch) + "\n";
+    out += "    pp_microbatch_size: " + str(c.mbs) + "\n";
+    if (per_stage) out += "    layers_per_stage: " + str(f.layers_per_part) + "\n";
+  }
+  out += "step_scheduler:\n  global_batch_size: " + str(c.gbs) + "\n";
+  if (c.pp == 1) out += "  local_batch_size: " + str(c.mbs) + "\n";
+  return out;
+}
+
+std::string torchtitan(const Facts& f) {
+  const ParallelConfig& c = f.c;
+  std::string notes;
+  const std::string_view pytorch = pytorch_schedule_name(f.schedule);
+  if (c.pp > 1 && pytorch.empty()) notes += "# note: torchtitan (PyTorch pipelining) has no " + f.schedule + " schedule; its default is used\n";
+  notes += "# note: torchtitan shards data parallelism with FSDP2 (ZeRO-3); the simulated layout used " +
+           std::string(c.fsdp == Fsdp::kMegatron ? "Megatron-FSDP" : "Megatron's distributed optimizer (ZeRO-1)") + "\n";
+  if (c.pp > 1 && (!f.even || c.account_for_embedding_in_pipeline_split)) {
+    notes += "# note: torchtitan splits layers evenly (pipeline_parallel_layers_per_stage); this layout's split has no equivalent\n";
+  }
+  if (c.recompute == Recompute::kSelective) notes += "# note: torchtitan's selective checkpointing chooses its own ops, not Megatron's core attention\n";
+  if (c.precision == Precision::kFp8) notes += "# note: FP8 is torchtitan's [float8] table (converters), outside [parallelism]\n";
+  std::string out = header(f) + notes + "[parallelism]\n";
+  out += "data_parallel_replicate_degree = 1\n";
+  out += "data_parallel_shard_degree = " + str(c.dp) + "\n";
+  out += "tensor_parallel_degree = " + str(c.tp) + "\n";
+  out += "context_parallel_degree = " + str(c.cp) + "\n";
+  out += "pipeline_parallel_degree = " + str(c.pp) + "\n";
+  if (c.pp > 1) {
+    if (!pytorch.empty()) out += "pipeline_parallel_schedule = \"" + std::string(pytorch) + "\"\n";
+    out += "pipeline_parallel_microbatch_size = " + str(c.mbs) + "\n";
+    if (c.vp > 1 && f.even && !c.account_for_embedding_in_pipeline_split) {
+      out += "pipeline_parallel_layers_per_stage = " + str(f.layers_per_part) + "\n";
+    }
+  }
+  if (f.model.is_moe()) {
+    out += "expert_parallel_degree = " + str(c.ep) + "\n";
+    out += "expert_tensor_parallel_degree = " + str(c.expert_tp()) + "\n";
+  }
+  out += "\n[training]\n";
+  out += "local_batch_size = " + str(c.gbs / c.dp) + "\n";
+  out += "global_batch_size = " + str(c.gbs) + "\n";
+  out += "seq_len = " + str(c.seq_length) + "\n";
+  out += "\n[activation_checkpoint]\n";
+  out += std::string("mode = \"") + (c.recompute == Recompute::kNone ? "none" : std::string(to_string(c.recompute))) + "\"\n";
+  return out;
+}
+
+}  // namespace
+
+std::string_view pytorch_schedule_name(std::string_view schedule) {
+  const std::string canonical = find_schedule(schedule).name;
+  for (const auto& [ours, theirs] : kPytorchNames) {
+    if (ours == canonical) return theirs;
+  }
+  return {};
+}
+
+Recipes make_recipes(const ModelSpec& model, const ParallelConfig& config, std::string_view schedule, const std::vector<int>& stage_layers) {
+  Facts f{.model = model, .c = config, .schedule = find_schedule(schedule).name};
+  f.even = std::adjacent_find(stage_layers.begin(), stage_layers.end(), std::not_equal_to<>()) == stage_layers.end();
+  f.layers_per_part = stage_layers.empty() ? 0 : stage_layers.front();
+  f.parts_per_rank = std::max<int>(1, static_cast<int>(stage_layers.size()) / std::max(1, config.pp));
+  if (!f.even && !config.account_for_embedding_in_pipeline_split && !config.account_for_loss_in_pipeline_split) {
+    f.layout = layout_from_decoder_counts(stage_layers, model.mtp_num_layers).to_megatron();
+  }
+  return {megatron_lm(f), megatron_bridge(f), automodel_yaml(f), torchtitan(f)};
+}
+
+}  // namespace pipelab::plan
