@@ -33,7 +33,7 @@ struct PlanOptions {
   std::string json_out, report_out;
   bool allow_cross_node_tp = false;
   int threads = 0;
-  std::string mbs = "1,2,4";
+  std::string mbs = "1,2";
   std::string recompute = "none,selective,full";
   bool no_progress = false;
 };

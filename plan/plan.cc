@@ -3,8 +3,9 @@
 //      schedule and its chunks per rank, split, micro-batch size, recompute);
 //   2. in parallel, exclude by the first rule broken (ParallelConfig's check(), then the schedule
 //      generator's constraints) and by a memory lower bound;
-//   3. simulate the survivors in parallel, one recompute choice at a time: a layout that fits with
-//      less recompute excludes the same layout with more (recompute only adds work).
+//   3. simulate the survivors in parallel, one memory-saving step at a time (recompute choices in
+//      order, each without then with FSDP): a layout that fits with fewer savings is not simulated
+//      with more (recompute only adds work; FSDP adds gathers).
 // Lowered schedules are built once per (schedule, pp, vp, microbatches, gradient reduction) and
 // shared by every layout that runs them.
 #include "pipelab/plan/plan.h"
@@ -14,6 +15,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -55,20 +57,21 @@ struct Candidate {
   std::int32_t dp = 1;
   std::int16_t mbs = 1;
   std::uint8_t schedule = 0;   // index into Space::schedules
-  std::uint8_t round = 0;      // index into request.recompute
+  std::uint8_t round = 0;      // memory-saving step: recompute index * fsdp choices + fsdp index
   std::uint8_t fsdp = 0;       // index into request.fsdp
   bool aware = false;          // account for embedding and loss in the split
-  std::int32_t family = 0;     // the same layout with another recompute choice shares it
+  std::int32_t family = 0;     // the same layout with other memory savings (recompute, FSDP) shares it
 };
 
 enum class Status : std::uint8_t { Pending, Excluded, Survivor, Simulated };
 
-// Chunks per rank worth trying for an interleaved schedule at `pp`: 2..8, and larger ones that
-// split the layers evenly; never more stages than layers.
+// Chunks per rank worth trying for an interleaved schedule at `pp`: 2 and 4, and those that split
+// the layers evenly (with or without the embedding and loss counted as layers); never more stages
+// than layers.
 std::vector<int> interleaved_vps(int pp, int layers) {
   std::vector<int> out;
   for (int v = 2; v * pp <= layers; ++v) {
-    if (v <= 8 || layers % (pp * v) == 0) out.push_back(v);
+    if (v == 2 || v == 4 || layers % (pp * v) == 0 || (layers + 2) % (pp * v) == 0) out.push_back(v);
   }
   return out;
 }
@@ -104,10 +107,12 @@ class Search {
     status_.assign(candidates_.size(), Status::Pending);
     rule_.assign(candidates_.size(), 0);
     points_.resize(candidates_.size());
+    bound_.assign(candidates_.size(), 0.0);
     build_shapes();
     screen();
     std::vector<char> family_fits(static_cast<std::size_t>(families_), 0);
-    for (std::size_t round = 0; round < r_.recompute.size() && !out_of_time(); ++round) simulate_round(round, family_fits);
+    const std::size_t rounds = r_.recompute.size() * r_.fsdp.size();
+    for (std::size_t round = 0; round < rounds && !out_of_time(); ++round) simulate_round(round, family_fits);
     return finish();
   }
 
@@ -129,12 +134,9 @@ class Search {
           if (m.is_moe()) etps = tp > 1 ? std::vector<int>{1, tp} : std::vector<int>{1};
           for (int ep : eps) {
             for (int etp : etps) {
-              for (std::size_t f = 0; f < r_.fsdp.size(); ++f) {
-                if (r_.fsdp[f] != Fsdp::kNone && dp * cp == 1) continue;  // nothing to shard over
-                add_schedules(Candidate{.tp = static_cast<std::int16_t>(tp), .pp = static_cast<std::int16_t>(pp),
-                                        .cp = static_cast<std::int16_t>(cp), .ep = static_cast<std::int16_t>(ep),
-                                        .etp = static_cast<std::int16_t>(etp), .dp = dp, .fsdp = static_cast<std::uint8_t>(f)});
-              }
+              add_schedules(Candidate{.tp = static_cast<std::int16_t>(tp), .pp = static_cast<std::int16_t>(pp),
+                                      .cp = static_cast<std::int16_t>(cp), .ep = static_cast<std::int16_t>(ep),
+                                      .etp = static_cast<std::int16_t>(etp), .dp = dp});
             }
           }
         }
@@ -175,9 +177,15 @@ class Search {
       for (int mbs : r_.mbs) {
         c.mbs = static_cast<std::int16_t>(mbs);
         c.family = families_++;
+        // The memory savings, cheapest first: recompute choices in the order given, each without and
+        // then with FSDP (nothing to shard without data or context parallelism).
         for (std::size_t k = 0; k < r_.recompute.size(); ++k) {
-          c.round = static_cast<std::uint8_t>(k);
-          candidates_.push_back(c);
+          for (std::size_t f = 0; f < r_.fsdp.size(); ++f) {
+            if (r_.fsdp[f] != Fsdp::kNone && c.dp * c.cp == 1) continue;
+            c.round = static_cast<std::uint8_t>(k * r_.fsdp.size() + f);
+            c.fsdp = static_cast<std::uint8_t>(f);
+            candidates_.push_back(c);
+          }
         }
       }
     }
@@ -198,7 +206,7 @@ class Search {
     p.seq_length = r_.seq_length > 0 ? r_.seq_length : r_.model.seq_length;
     p.sequence_parallel = c.tp > 1;
     p.precision = r_.precision;
-    p.recompute = r_.recompute[c.round];
+    p.recompute = r_.recompute[c.round / r_.fsdp.size()];
     if (p.recompute == Recompute::kFull) p.recompute_num_layers = 1;  // Megatron's usual: every layer, uniform
     p.fsdp = r_.fsdp[c.fsdp];
     p.account_for_embedding_in_pipeline_split = c.aware;
@@ -270,6 +278,7 @@ class Search {
           const auto geometry = std::make_shared<const sim::LayerGeometry>(r_.model, split);
           const sim::MemoryModel memory(geometry, shape.shape);
           if (memory_bound(memory, shape.shape) > gpu_.usable_memory_bytes()) return exclude(i, bound_rule);
+          bound_[i] = throughput_bound(sim::AnalyticCost(geometry, gpu_, shape.shape), shape.shape, split);
           status_[i] = Status::Survivor;
         },
         [&] { return out_of_time(); }, [&] { progress(); });
@@ -286,6 +295,23 @@ class Search {
       bound = std::max(bound, memory.static_memory(r).total() + act);
     }
     return bound;
+  }
+
+  // An upper bound of tokens/s/GPU: the busiest rank's compute alone (no bubble, no communication;
+  // an F&B unit takes at least both halves' compute) bounds the iteration time from below.
+  double throughput_bound(const sim::AnalyticCost& cost, const PipelineShape& shape, const ParallelConfig& c) const {
+    const double microbatches = static_cast<double>(c.gbs) / (static_cast<double>(c.mbs) * c.dp) / shape.chains;
+    double busiest_ns = 0;
+    for (int r = 0; r < shape.ranks; ++r) {
+      double ns = 0;
+      for (int s : shape.stages_of_rank(r)) {
+        const sim::StageCost& sc = cost.stage(s);
+        ns += sc.f.compute_ns() + sc.i.compute_ns() + sc.w.compute_ns();
+      }
+      busiest_ns = std::max(busiest_ns, ns * microbatches);
+    }
+    const double tokens = static_cast<double>(c.gbs) * c.seq_length;
+    return busiest_ns > 0 ? tokens / (busiest_ns * 1e-9) / r_.gpus : std::numeric_limits<double>::infinity();
   }
 
   // ---- 3. simulation ------------------------------------------------------------------------
@@ -311,20 +337,48 @@ class Search {
       const Candidate& c = candidates_[i];
       if (c.round != round || status_[i] != Status::Survivor) continue;
       if (family_fits[static_cast<std::size_t>(c.family)]) {
-        exclude(i, "fits with less recompute (more recompute only adds work)");
+        exclude(i, "fits with fewer memory savings (recompute adds work, FSDP adds communication): not simulated");
       } else {
         todo.push_back(i);
       }
     }
-    // The round's schedules, each built and lowered once.
-    std::map<ScheduleKey, std::size_t> key_index;
+    // Most promising first, in fixed batches: a layout whose throughput bound is below the K-th
+    // best fitting layout simulated in an earlier batch cannot enter the top K. Batches do not depend
+    // on the thread count, so neither does the outcome.
+    std::stable_sort(todo.begin(), todo.end(), [&](std::size_t a, std::size_t b) { return bound_[a] > bound_[b]; });
+    constexpr std::size_t kBatch = 256;
+    for (std::size_t begin = 0; begin < todo.size() && !out_of_time(); begin += kBatch) {
+      std::vector<std::size_t> batch;
+      for (std::size_t t = begin; t < std::min(todo.size(), begin + kBatch); ++t) {
+        const std::size_t i = todo[t];
+        if (bound_[i] < kth_best_) {
+          exclude(i, "cannot reach the top " + std::to_string(r_.top_k) +
+                         ": its tokens/s/GPU bound (the busiest rank's compute alone) is below the top's slowest");
+        } else {
+          batch.push_back(i);
+        }
+      }
+      simulate_batch(batch);
+      for (std::size_t i : batch) {
+        if (status_[i] != Status::Simulated || !points_[i]->fits) continue;
+        best_.insert(points_[i]->throughput.tokens_per_s_per_gpu);
+        if (static_cast<int>(best_.size()) > r_.top_k) best_.erase(best_.begin());
+      }
+      if (static_cast<int>(best_.size()) == r_.top_k) kth_best_ = *best_.begin();
+    }
+    for (std::size_t i : todo) {
+      if (status_[i] == Status::Simulated && points_[i]->fits) family_fits[static_cast<std::size_t>(candidates_[i].family)] = 1;
+    }
+  }
+
+  void simulate_batch(const std::vector<std::size_t>& batch) {
+    // The batch's schedules, each built and lowered once for the whole search.
     std::vector<ScheduleKey> keys;
     std::vector<sim::SimulationRequest> key_requests;
-    for (std::size_t i : todo) {
+    for (std::size_t i : batch) {
       sim::SimulationRequest q = request_of(candidates_[i]);
       const ScheduleKey key = schedule_key(candidates_[i], q.config);
-      if (schedules_built_.count(key) || key_index.count(key)) continue;
-      key_index.emplace(key, keys.size());
+      if (schedules_built_.count(key) || std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
       keys.push_back(key);
       key_requests.push_back(std::move(q));
     }
@@ -337,20 +391,20 @@ class Search {
       } catch (const InputError& e) {
         errors[i] = e.what();
       }
-    }, [&] { return out_of_time(); }, [&] { progress(); });
+    }, [&] { return out_of_time(); });
     for (std::size_t k = 0; k < keys.size(); ++k) schedules_built_.emplace(keys[k], BuiltSchedule{built[k], errors[k]});
 
     detail::parallel_for(
-        static_cast<std::int64_t>(todo.size()), threads_, 4,
+        static_cast<std::int64_t>(batch.size()), threads_, 2,
         [&](std::int64_t t) {
-          const std::size_t i = todo[static_cast<std::size_t>(t)];
+          const std::size_t i = batch[static_cast<std::size_t>(t)];
           sim::SimulationRequest q = request_of(candidates_[i]);
-          const BuiltSchedule& schedule = schedules_built_.at(schedule_key(candidates_[i], q.config));
-          if (!schedule.lowered) {
-            if (schedule.error.empty()) return;  // not built: out of time
-            return exclude(i, normalize_rule(schedule.error));
+          const auto found = schedules_built_.find(schedule_key(candidates_[i], q.config));
+          if (found == schedules_built_.end() || !found->second.lowered) {
+            if (found == schedules_built_.end() || found->second.error.empty()) return;  // not built: out of time
+            return exclude(i, normalize_rule(found->second.error));
           }
-          q.lowered = schedule.lowered;
+          q.lowered = found->second.lowered;
           sim::SimulationOutcome o;
           try {
             o = sim::simulate_config(q);
@@ -363,9 +417,6 @@ class Search {
           ++done_;
         },
         [&] { return out_of_time(); }, [&] { progress(); });
-    for (std::size_t i : todo) {
-      if (status_[i] == Status::Simulated && points_[i]->fits) family_fits[static_cast<std::size_t>(candidates_[i].family)] = 1;
-    }
   }
 
   PlanPoint to_point(const sim::SimulationOutcome& o, std::int64_t index) const {
@@ -445,6 +496,9 @@ class Search {
   std::vector<Status> status_;
   std::vector<std::uint32_t> rule_;  // 0 = none, else 1 + index into rules_
   std::vector<std::unique_ptr<PlanPoint>> points_;
+  std::vector<double> bound_;   // tokens/s/GPU upper bound per survivor
+  std::multiset<double> best_;  // tokens/s/GPU of the top K fitting layouts so far
+  double kth_best_ = 0;         // the K-th of them once there are K
   std::mutex rules_mutex_;
   std::map<std::string, std::uint32_t> rule_ids_;
   std::vector<std::string> rules_;

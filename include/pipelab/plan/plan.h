@@ -38,7 +38,7 @@ struct PlanRequest {
   std::vector<std::string> schedules;  // names or aliases; empty = every registered schedule
   std::int64_t memory_headroom_bytes = 0;  // kept free on every GPU besides the GPU's reserve
   bool allow_cross_node_tp = false;        // TP beyond gpus_per_node
-  std::vector<int> mbs = {1, 2, 4};
+  std::vector<int> mbs = {1, 2};
   std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   std::vector<Fsdp> fsdp = {Fsdp::kNone, Fsdp::kMegatron};  // distributed optimizer, or Megatron-FSDP
   bool embedding_loss_aware = true;  // also try Megatron's account-for-embedding/loss split
