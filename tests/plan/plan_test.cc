@@ -1,0 +1,199 @@
+// Tests of plan/plan.cc: best layouts known by construction, exclusion counters on a hand-countable
+// space, no rule-breaking layout simulated, bad input, the time budget, rule normalisation.
+#include "pipelab/plan/plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "pipelab/base/error.h"
+#include "pipelab/profiles/presets.h"
+#include "pipelab/schedules/registry.h"
+
+namespace pipelab::plan {
+namespace {
+
+constexpr std::int64_t kGiB = 1024LL * 1024 * 1024;
+
+// A small space: one schedule choice per pipeline depth, no memory savings, one micro-batch size.
+PlanRequest small_request(const std::string& model, int gpus, int gbs, int seq) {
+  PlanRequest r;
+  r.model = model_preset(model);
+  r.gpu = gpu_preset("h100-sxm");
+  r.gpus = gpus;
+  r.gbs = gbs;
+  r.seq_length = seq;
+  r.schedules = {"1f1b"};
+  r.mbs = {1};
+  r.recompute = {Recompute::kNone};
+  r.fsdp = {Fsdp::kNone};
+  r.embedding_loss_aware = false;
+  r.threads = 2;
+  return r;
+}
+
+TEST(Plan, PureDataParallelWinsWhenOneGpuHoldsTheModel) {
+  // Long sequences: a microbatch's compute dwarfs the data-parallel gradient reduction.
+  PlanRequest r = small_request("gpt-1.5b", 8, 64, 8192);
+  r.schedules = {"1f1b", "interleaved-1f1b", "zb-h1"};
+  const PlanOutcome out = run_plan(r);
+  ASSERT_FALSE(out.top.empty());
+  const ParallelConfig& best = out.top.front().config;
+  EXPECT_EQ(best.tp, 1);
+  EXPECT_EQ(best.pp, 1);
+  EXPECT_EQ(best.cp, 1);
+  EXPECT_EQ(best.dp, 8);
+  EXPECT_TRUE(out.complete);
+  ASSERT_TRUE(out.why.has_value());
+  EXPECT_GE(out.why->lines.size(), 4u);
+}
+
+TEST(Plan, AModelThatOnlyFitsWithFourStagesGetsThem) {
+  // One GPU per node keeps TP at 1; the memory sits between what PP=2 and PP=4 need.
+  PlanRequest r = small_request("llama3-8b", 8, 32, 2048);
+  r.gpu.gpus_per_node = 1;
+  r.max_cp = 1;
+  auto peak = [&](int pp) {
+    sim::SimulationRequest q;
+    q.model = r.model;
+    q.gpu = r.gpu;
+    q.gpu.hbm_bytes = 1000 * kGiB;
+    q.config.pp = pp;
+    q.config.world = 8;
+    q.config.gbs = 32;
+    q.config.seq_length = 2048;
+    q.config = resolve(q.config, q.model);
+    q.schedule = "1f1b";
+    const sim::SimulationOutcome o = sim::simulate_config(q);
+    return *std::max_element(o.peak_memory_bytes.begin(), o.peak_memory_bytes.end());
+  };
+  const std::int64_t pp2 = peak(2), pp4 = peak(4);
+  ASSERT_LT(pp4, pp2);
+  r.gpu.hbm_bytes = r.gpu.reserved_memory_bytes + (pp2 + pp4) / 2;
+  const PlanOutcome out = run_plan(r);
+  ASSERT_FALSE(out.top.empty());
+  EXPECT_GE(out.top.front().config.pp, 4);
+  for (const PlanPoint& p : out.points) {
+    if (p.fits) {
+      EXPECT_GE(p.config.pp, 4) << "pp=" << p.config.pp << " fits";
+    }
+  }
+}
+
+TEST(Plan, ExclusionCountersOnAHandCountableSpace) {
+  // 4 GPUs, TP within a 4-GPU node, no CP: (tp, pp) in {(1,1), (1,2), (1,4), (2,1), (2,2), (4,1)},
+  // one schedule, split, micro-batch size and memory choice each: 6 layouts. With gbs 2:
+  //   (1,1): dp=4 does not divide gbs=2                    -> gbs rule
+  //   (1,2): dp=2, 1 microbatch < pp=2                     -> pipeline never fills
+  //   (1,4): dp=1, 2 microbatches < pp=4                   -> pipeline never fills
+  //   (4,1): tp=4 does not divide the 2 query groups       -> TP rule
+  //   (2,1) and (2,2): simulated.
+  PlanRequest r = small_request("llama3-8b", 4, 2, 2048);
+  r.model.num_query_groups = 2;
+  r.gpu.gpus_per_node = 4;
+  r.gpu.hbm_bytes = 10000 * kGiB;
+  r.max_cp = 1;
+  const PlanOutcome out = run_plan(r);
+  EXPECT_EQ(out.candidates, 6);
+  EXPECT_EQ(out.evaluated, 2);
+  EXPECT_EQ(out.searched, 6);
+  const std::map<std::string, std::int64_t> expected = {
+      {"gbs=2 must be a multiple of mbs*dp=N", 1},
+      {"microbatches=N < pp=N: the pipeline never fills; raise gbs or lower mbs or dp", 2},
+      {"tp=N must divide num_query_groups=2", 1},
+  };
+  EXPECT_EQ(out.excluded, expected);
+  ASSERT_EQ(out.top.size(), 2u);
+  for (const PlanPoint& p : out.top) EXPECT_EQ(p.config.tp, 2);
+}
+
+TEST(Plan, NoLayoutThatBreaksARuleIsSimulated) {
+  PlanRequest r = small_request("mixtral-8x7b", 16, 64, 4096);
+  r.schedules = {};  // every schedule
+  r.mbs = {1, 2};
+  r.recompute = {Recompute::kNone, Recompute::kFull};
+  r.fsdp = {Fsdp::kNone, Fsdp::kMegatron};
+  r.embedding_loss_aware = true;
+  const PlanOutcome out = run_plan(r);
+  ASSERT_GT(out.evaluated, 0);
+  std::int64_t excluded = 0;
+  for (const auto& [rule, count] : out.excluded) excluded += count;
+  std::int64_t oom = 0;
+  for (const PlanPoint& p : out.points) {
+    oom += !p.fits;
+    // The schedule's own constraints hold, and so does every rule of check() on the split it ran.
+    const ScheduleInfo& info = find_schedule(p.schedule);
+    const Schedule schedule = make_schedule(info.name, {p.config.pp, p.config.vp, p.config.microbatches(), 0});
+    ParallelConfig split = p.config;
+    split.vp = schedule.shape.stages_per_chain() / p.config.pp;
+    const ConfigCheck check = pipelab::check(split, r.model, r.gpu);
+    EXPECT_TRUE(check.ok()) << join_messages(check.errors, "; ");
+  }
+  // Every layout is counted once: simulated and fitting, or excluded (an OOM simulation is both).
+  EXPECT_EQ(out.evaluated - oom + excluded, out.candidates);
+  // The ranking: fitting layouts by tokens/s/GPU, best first.
+  for (std::size_t i = 1; i < out.top.size(); ++i) {
+    EXPECT_GE(out.top[i - 1].throughput.tokens_per_s_per_gpu, out.top[i].throughput.tokens_per_s_per_gpu);
+  }
+}
+
+TEST(Plan, SameOutcomeOnOneThreadAndTwo) {
+  PlanRequest r = small_request("llama3-8b", 8, 32, 4096);
+  r.schedules = {"1f1b", "interleaved-1f1b", "zb-v"};
+  r.threads = 1;
+  const PlanOutcome one = run_plan(r);
+  r.threads = 2;
+  const PlanOutcome two = run_plan(r);
+  EXPECT_EQ(one.excluded, two.excluded);
+  ASSERT_EQ(one.top.size(), two.top.size());
+  for (std::size_t i = 0; i < one.top.size(); ++i) {
+    EXPECT_EQ(one.top[i].config, two.top[i].config);
+    EXPECT_EQ(one.top[i].makespan_ns, two.top[i].makespan_ns);
+  }
+}
+
+TEST(Plan, BadInputIsAClearErrorOrAnHonestEmptyResult) {
+  PlanRequest r = small_request("llama3-70b", 64, 128, 8192);
+  r.gpus = 0;
+  EXPECT_THROW(run_plan(r), InputError);
+  r.gpus = 64;
+  r.memory_headroom_bytes = r.gpu.usable_memory_bytes();
+  try {
+    run_plan(r);
+    FAIL() << "a headroom of the whole memory was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--memory-headroom"), std::string::npos) << e.what();
+  }
+  // 7 GPUs: TP 7 breaks the heads, PP 7 leaves nothing that fits 70B: an empty, complete result.
+  r.memory_headroom_bytes = 0;
+  r.gpus = 7;
+  r.gbs = 7;
+  const PlanOutcome out = run_plan(r);
+  EXPECT_TRUE(out.top.empty());
+  EXPECT_TRUE(out.complete);
+  EXPECT_FALSE(out.excluded.empty());
+  r.schedules = {"chimera"};
+  EXPECT_THROW(run_plan(r), InputError);
+}
+
+TEST(Plan, ATimeBudgetStopsTheSearchAndSaysSo) {
+  PlanRequest r = small_request("llama3-70b", 64, 128, 8192);
+  r.schedules = {};
+  r.time_budget_s = 1e-6;
+  const PlanOutcome out = run_plan(r);
+  EXPECT_FALSE(out.complete);
+  EXPECT_LT(out.searched, out.candidates);
+}
+
+TEST(Plan, RuleTextsGroupOverLayouts) {
+  EXPECT_EQ(normalize_rule("tp=16 must divide num_query_groups=8"), "tp=N must divide num_query_groups=8");
+  EXPECT_EQ(normalize_rule("dualpipe needs microbatches >= 2*pp = 8, got 6"), "dualpipe needs microbatches >= 2*pp = N, got N");
+  EXPECT_EQ(normalize_rule("ep*etp=8*1=8 must divide tp*cp*dp=1*1*4=4 (MoE parallel folding)"),
+            "ep*etp=N*N=N must divide tp*cp*dp=N*N*N=N (MoE parallel folding)");
+  EXPECT_EQ(normalize_rule("cp=8 leaves seq_length/cp=1024 tokens per rank (>= 2048 tokens per rank)"),
+            "cp=N leaves seq_length/cp=N tokens per rank (>= 2048 tokens per rank)");
+  EXPECT_EQ(normalize_rule("zb-h1 with vp=2"), "zb-h1 with vp=N");
+}
+
+}  // namespace
+}  // namespace pipelab::plan
