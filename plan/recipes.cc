@@ -153,7 +153,7 @@ std::string automodel_yaml(const Facts& f) {
   }
   if (f.model.is_moe()) notes += "# note: AutoModel has no expert tensor parallel size; the layout used etp=" + str(c.expert_tp()) + "\n";
   if (c.recompute == Recompute::kSelective) notes += "# note: AutoModel's activation_checkpointing is whole layers; selective recompute has no equivalent\n";
-  const bool per_stage = c.pp > 1 && c.vp > 1 && f.even && !c.account_for_embedding_in_pipeline_split;
+  const bool per_stage = c.pp > 1 && f.parts_per_rank > 1 && f.even && !c.account_for_embedding_in_pipeline_split;
   if (c.pp > 1 && !f.even) notes += "# note: AutoModel splits the layers evenly; this layout's split (" + f.layout + ") has no equivalent\n";
   if (c.account_for_embedding_in_pipeline_split) notes += "# note: AutoModel does not count the embedding and loss as layers in the split\n";
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is AutoModel's fp8: block, outside distributed:\n";
@@ -196,7 +196,7 @@ std::string torchtitan(const Facts& f) {
   if (c.pp > 1) {
     if (!pytorch.empty()) out += "pipeline_parallel_schedule = \"" + std::string(pytorch) + "\"\n";
     out += "pipeline_parallel_microbatch_size = " + str(c.mbs) + "\n";
-    if (c.vp > 1 && f.even && !c.account_for_embedding_in_pipeline_split) {
+    if (f.parts_per_rank > 1 && f.even && !c.account_for_embedding_in_pipeline_split) {
       out += "pipeline_parallel_layers_per_stage = " + str(f.layers_per_part) + "\n";
     }
   }

@@ -1,0 +1,211 @@
+// Every recipe `pipelab plan` exports parses back into the layout it came from: Megatron-LM flags
+// and Megatron-Bridge overrides through pipelab's Megatron flag parser (--megatron-args), the
+// AutoModel YAML through yaml-cpp (--automodel-yaml), the torchtitan TOML through toml++.
+#include "pipelab/plan/recipes.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <toml++/toml.h>
+
+#include "config_flags.h"
+#include "pasted_args.h"
+#include "pipelab/profiles/presets.h"
+#include "pipelab/schedules/registry.h"
+
+namespace pipelab::app {
+namespace {
+
+struct Layout {
+  std::string model;
+  ParallelConfig config;  // resolved, vp = chunks per rank as the plan simulated it
+  std::string schedule;
+  std::vector<int> stage_layers;
+};
+
+Layout layout(const std::string& model_name, ParallelConfig c, const std::string& schedule) {
+  const ModelSpec model = model_preset(model_name);
+  c.sequence_parallel = c.tp > 1;
+  c = resolve(c, model);
+  const ScheduleInfo& info = find_schedule(schedule);
+  ParallelConfig split = c;
+  const Schedule s = make_schedule(info.name, {c.pp, c.vp, 2 * c.pp, 0});
+  split.vp = s.shape.stages_per_chain() / c.pp;
+  return {model_name, c, info.name, layers_per_stage(split, model)};
+}
+
+struct Parsed {
+  ResolvedConfig resolved;
+  std::string schedule;
+};
+
+// The command line a `pipelab simulate` would read, through the same flag tables and pasting.
+Parsed parse(std::vector<std::string> args) {
+  CLI::App root;
+  auto* cmd = root.add_subcommand("t");
+  ConfigFlags flags;
+  std::string schedule = "1f1b";
+  add_config_flags(cmd, flags);
+  cmd->add_option("--schedule", schedule);
+  args.insert(args.begin(), "t");
+  const ExpandedArgs expanded = expand_pasted_args(root, args);
+  std::vector<std::string> reversed(expanded.args.rbegin(), expanded.args.rend());
+  root.parse(reversed);
+  return {resolve_flags(flags), find_schedule(schedule).name};
+}
+
+std::vector<std::string> base_args(const Layout& l) {
+  return {"--model", l.model, "--gpus", std::to_string(l.config.world), "--seq", std::to_string(l.config.seq_length)};
+}
+
+bool megatron_runs(const Layout& l) { return l.schedule == "1f1b" || (l.schedule == "interleaved-1f1b" && l.config.vp > 1); }
+
+void expect_core(const ParallelConfig& got, const ParallelConfig& want, const std::string& what) {
+  EXPECT_EQ(got.tp, want.tp) << what;
+  EXPECT_EQ(got.pp, want.pp) << what;
+  EXPECT_EQ(got.cp, want.cp) << what;
+  EXPECT_EQ(got.dp, want.dp) << what;
+  EXPECT_EQ(got.mbs, want.mbs) << what;
+  EXPECT_EQ(got.gbs, want.gbs) << what;
+  EXPECT_EQ(got.seq_length, want.seq_length) << what;
+  EXPECT_EQ(got.ep, want.ep) << what;
+}
+
+// Megatron-LM flags and Megatron-Bridge overrides describe the layout in full, schedule aside.
+void expect_megatron(const Parsed& p, const Layout& l, const std::string& what) {
+  const ParallelConfig& got = p.resolved.config;
+  const ParallelConfig& want = l.config;
+  expect_core(got, want, what);
+  EXPECT_EQ(got.expert_tp(), want.expert_tp()) << what;
+  EXPECT_EQ(got.recompute, want.recompute) << what;
+  if (want.recompute == Recompute::kFull) EXPECT_EQ(got.recompute_num_layers, want.recompute_num_layers) << what;
+  EXPECT_EQ(got.fsdp, want.fsdp) << what;
+  EXPECT_EQ(got.precision, want.precision) << what;
+  EXPECT_EQ(got.sequence_parallel_enabled(), want.sequence_parallel_enabled()) << what;
+  if (megatron_runs(l)) {
+    ParallelConfig split = got;
+    split.vp = std::max(1, got.vp);
+    EXPECT_EQ(split.vp, want.vp) << what;
+    EXPECT_EQ(layers_per_stage(split, model_preset(l.model)), l.stage_layers) << what;
+  }
+}
+
+// "model.tensor_model_parallel_size=4" -> "--tensor-model-parallel-size 4"; true -> a switch.
+std::string bridge_to_megatron(const std::string& overrides) {
+  std::istringstream in(overrides);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t eq = line.find('=');
+    const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    std::string field = key.substr(key.rfind('.') + 1);
+    if (key == "mixed_precision") {
+      out += value.find("fp8") != std::string::npos ? " --fp8-format hybrid" : " --bf16";
+      continue;
+    }
+    for (char& c : field) c = c == '_' ? '-' : c;
+    if (value == "true") {
+      out += " --" + field;
+    } else if (value != "false") {
+      out += " --" + field + " " + value;
+    }
+  }
+  return out;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::filesystem::path path = std::filesystem::path(PIPELAB_BINARY_DIR) / "tests" / name;
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+void check_all(const Layout& l) {
+  SCOPED_TRACE(l.schedule + " on " + l.model);
+  const plan::Recipes r = plan::make_recipes(model_preset(l.model), l.config, l.schedule, l.stage_layers);
+
+  std::vector<std::string> args = base_args(l);
+  args.insert(args.end(), {"--megatron-args", r.megatron_lm});
+  const Parsed lm = parse(args);
+  expect_megatron(lm, l, "megatron-lm:\n" + r.megatron_lm);
+
+  args = base_args(l);
+  args.insert(args.end(), {"--megatron-args", bridge_to_megatron(r.megatron_bridge)});
+  expect_megatron(parse(args), l, "megatron-bridge:\n" + r.megatron_bridge);
+
+  // AutoModel: its sizes, micro-batch, batch and schedule; FSDP2 stands for the distributed optimizer.
+  args = base_args(l);
+  args.insert(args.end(), {"--automodel-yaml", write_temp("recipe_" + l.schedule + ".yaml", r.automodel_yaml)});
+  const Parsed am = parse(args);
+  expect_core(am.resolved.config, l.config, "automodel:\n" + r.automodel_yaml);
+  EXPECT_EQ(am.resolved.config.fsdp, l.config.fsdp == Fsdp::kNone ? Fsdp::kTorch : l.config.fsdp);
+  if (l.config.pp > 1 && !plan::pytorch_schedule_name(l.schedule).empty()) EXPECT_EQ(am.schedule, l.schedule) << r.automodel_yaml;
+  if (l.config.recompute != Recompute::kSelective) EXPECT_EQ(am.resolved.config.recompute, l.config.recompute);
+  const int parts_per_rank = static_cast<int>(l.stage_layers.size()) / l.config.pp;
+  if (r.automodel_yaml.find("layers_per_stage") != std::string::npos) EXPECT_EQ(am.resolved.config.vp, parts_per_rank);
+
+  // torchtitan: toml++ reads it; the degrees multiply back to the GPUs.
+  const toml::table t = toml::parse(r.torchtitan);
+  const auto& par = *t["parallelism"].as_table();
+  const int dp = par["data_parallel_replicate_degree"].value_or(1) * par["data_parallel_shard_degree"].value_or(1);
+  EXPECT_EQ(par["tensor_parallel_degree"].value_or(0), l.config.tp);
+  EXPECT_EQ(par["pipeline_parallel_degree"].value_or(0), l.config.pp);
+  EXPECT_EQ(par["context_parallel_degree"].value_or(0), l.config.cp);
+  EXPECT_EQ(dp, l.config.dp);
+  EXPECT_EQ(par["expert_parallel_degree"].value_or(1), l.config.ep);
+  if (model_preset(l.model).is_moe()) EXPECT_EQ(par["expert_tensor_parallel_degree"].value_or(0), l.config.expert_tp());
+  EXPECT_EQ(t["training"]["global_batch_size"].value_or(0), l.config.gbs);
+  EXPECT_EQ(t["training"]["seq_len"].value_or(0), l.config.seq_length);
+  if (l.config.pp > 1) {
+    EXPECT_EQ(par["pipeline_parallel_microbatch_size"].value_or(0), l.config.mbs);
+    if (!plan::pytorch_schedule_name(l.schedule).empty()) {
+      EXPECT_EQ(find_schedule(par["pipeline_parallel_schedule"].value_or(std::string())).name, l.schedule);
+    }
+    if (const auto per_stage = par["pipeline_parallel_layers_per_stage"].value<int>()) {
+      EXPECT_EQ(model_preset(l.model).num_layers / (*per_stage * l.config.pp), parts_per_rank);
+    }
+  }
+  EXPECT_EQ(t["activation_checkpoint"]["mode"].value_or(std::string()),
+            l.config.recompute == Recompute::kNone ? "none" : std::string(to_string(l.config.recompute)));
+}
+
+TEST(Recipes, InterleavedLlamaParsesBack) {
+  check_all(layout("llama3-70b", {.tp = 4, .pp = 8, .vp = 5, .world = 64, .gbs = 128, .seq_length = 8192, .precision = Precision::kFp8},
+                   "interleaved-1f1b"));
+}
+
+TEST(Recipes, EmbeddingAndLossAwareSplitParsesBack) {
+  ParallelConfig c{.tp = 8, .pp = 8, .world = 128, .gbs = 64, .seq_length = 8192};
+  c.account_for_embedding_in_pipeline_split = c.account_for_loss_in_pipeline_split = true;
+  c.recompute = Recompute::kFull;
+  c.recompute_num_layers = 1;
+  check_all(layout("llama3.1-405b", c, "1f1b"));
+}
+
+TEST(Recipes, UnevenSplitGoesThroughTheLayoutString) {
+  check_all(layout("llama3-8b", {.tp = 1, .pp = 3, .world = 3, .gbs = 12, .seq_length = 4096}, "1f1b"));
+}
+
+TEST(Recipes, MoeWithFsdpAndASchedulePyTorchHas) {
+  ParallelConfig c{.tp = 2, .pp = 8, .vp = 2, .ep = 8, .etp = 1, .world = 256, .gbs = 2048, .seq_length = 4096, .precision = Precision::kFp8};
+  c.fsdp = Fsdp::kMegatron;
+  check_all(layout("qwen3-235b-a22b", c, "dualpipev"));
+}
+
+TEST(Recipes, SchedulesWithoutAnEquivalentSayWhere) {
+  ParallelConfig c{.tp = 2, .pp = 4, .vp = 2, .world = 16, .mbs = 1, .gbs = 64, .seq_length = 4096};
+  c.recompute = Recompute::kSelective;
+  const Layout l = layout("llama3-8b", c, "dualpipe");
+  check_all(l);
+  const plan::Recipes r = plan::make_recipes(model_preset(l.model), l.config, l.schedule, l.stage_layers);
+  EXPECT_NE(r.megatron_lm.find("# note: Megatron-LM has no dualpipe schedule"), std::string::npos) << r.megatron_lm;
+  EXPECT_NE(r.automodel_yaml.find("# note: AutoModel (PyTorch pipelining) has no dualpipe"), std::string::npos) << r.automodel_yaml;
+  EXPECT_NE(r.torchtitan.find("# note: torchtitan (PyTorch pipelining) has no dualpipe"), std::string::npos) << r.torchtitan;
+  check_all(layout("llama3-8b", {.tp = 1, .pp = 4, .vp = 2, .world = 8, .gbs = 64, .seq_length = 4096}, "zb-v"));
+}
+
+}  // namespace
+}  // namespace pipelab::app
