@@ -73,8 +73,10 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
     const sim::SimulationOutcome outcome = sim::simulate_config(request);
     print_config_line(std::cout, resolved);
     for (const auto& w : outcome.warnings) std::cerr << "pipelab: warning: " << w << "\n";
+    // The timeline goes into the result only when a file will hold it (docs/cli.md, "simulate").
+    const bool files = !o->json_out.empty() || !o->trace_out.empty() || !o->report_out.empty();
     const reports::ReportInput result = simulate_result(config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost),
-                                                        outcome, advice_if_oom(request, outcome));
+                                                        outcome, advice_if_oom(request, outcome), files);
     std::cout << reports::render_summary_text({result});
     if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);
     if (!o->trace_out.empty()) reports::write_report({result}, o->trace_out, "trace");

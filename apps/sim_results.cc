@@ -6,9 +6,9 @@
 namespace pipelab::app {
 namespace {
 
-reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o) {
+reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o, bool detailed) {
   reports::TimelineFacts facts{.source = "simulated",
-                               .timeline = o.result.timeline,
+                               .timeline = detailed ? o.result.timeline : Timeline{},
                                .peak_activation_bytes = o.result.peak_activation_bytes,
                                .memory_capacity_bytes = o.memory_capacity_bytes,
                                .model_flops = o.model_flops,
@@ -17,7 +17,7 @@ reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o) {
     facts.static_memory_bytes.push_back(m.total());
     facts.static_parts.push_back({m.params_bytes, m.grads_bytes, m.optimizer_bytes, m.comm_buffers_bytes});
   }
-  facts.activation_steps = activation_steps(o.result.memory);
+  if (detailed) facts.activation_steps = activation_steps(o.result.memory);
   return reports::make_timeline_result(std::move(facts), o.metrics, o.throughput);
 }
 
@@ -42,23 +42,23 @@ nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const Par
 }
 
 reports::ReportInput simulate_result(nlohmann::json config, const sim::SimulationOutcome& o,
-                                     const std::string& memory_advice) {
+                                     const std::string& memory_advice, bool detailed) {
   config["schedule"] = o.schedule;
   config["parallel"]["vp"] = o.config.vp;
   config["warnings"] = o.warnings;
-  reports::ScheduleResult s = simulated_entry(o, memory_advice);
+  reports::ScheduleResult s = simulated_entry(o, memory_advice, detailed);
   s.vp = 0;  // written in config.parallel.vp
   s.warnings.clear();  // written in config.warnings
   return {.name = "", .kind = "simulate", .config = std::move(config), .schedules = {std::move(s)}};
 }
 
-reports::ScheduleResult simulated_entry(const sim::SimulationOutcome& o, const std::string& memory_advice) {
+reports::ScheduleResult simulated_entry(const sim::SimulationOutcome& o, const std::string& memory_advice, bool detailed) {
   reports::ScheduleResult s{.schedule = o.schedule,
                             .vp = o.config.vp,
                             .warnings = o.warnings,
                             .pipeline_layout = o.pipeline_layout,
                             .memory_advice = memory_advice};
-  s.runs.push_back(simulated_timeline(o));
+  s.runs.push_back(simulated_timeline(o, detailed));
   return s;
 }
 

@@ -26,11 +26,14 @@ std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> activation_steps
 
 /// A `simulate` result: `config` plus the schedule, its chunks per rank and the layout's warnings;
 /// `memory_advice` says what fits instead when the outcome is out of memory ("" otherwise).
+/// Without `detailed`, the timeline and memory series are left out: what the terminal summary
+/// needs, without copying every event when no file is written.
 reports::ReportInput simulate_result(nlohmann::json config, const sim::SimulationOutcome& outcome,
-                                     const std::string& memory_advice);
+                                     const std::string& memory_advice, bool detailed = true);
 
 /// One simulated schedule (of a `compare` result): outcome, layout, chunks per rank, advice.
-reports::ScheduleResult simulated_entry(const sim::SimulationOutcome& outcome, const std::string& memory_advice);
+reports::ScheduleResult simulated_entry(const sim::SimulationOutcome& outcome, const std::string& memory_advice,
+                                        bool detailed = true);
 reports::ScheduleResult compare_failure(const std::string& schedule, const std::string& error);
 
 }  // namespace pipelab::app
