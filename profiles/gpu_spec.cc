@@ -48,6 +48,8 @@ const std::array kFields = {
     Field{"nic_latency_ns", &GpuSpec::nic_latency_ns, true},
     Field{"kernel_launch_overhead_ns", &GpuSpec::kernel_launch_overhead_ns, true},
     Field{"gemm_efficiency_curve", &GpuSpec::gemm_efficiency_curve, true},
+    Field{"fp8_gemm_efficiency_curve", &GpuSpec::fp8_gemm_efficiency_curve},  // absent = the BF16 curve
+    Field{"sm_count", &GpuSpec::sm_count},                                    // absent = 0, unknown
     Field{"memory_bandwidth_efficiency", &GpuSpec::memory_bandwidth_efficiency, true},
     Field{"collective_efficiency", &GpuSpec::collective_efficiency, true},
     Field{"reserved_memory_bytes", &GpuSpec::reserved_memory_bytes, true},
@@ -61,8 +63,9 @@ std::string num(double v) {
 
 }  // namespace
 
-double GpuSpec::gemm_efficiency(double flops) const {
-  const auto& curve = gemm_efficiency_curve;
+namespace {
+
+double curve_efficiency(const std::vector<GemmEfficiencyPoint>& curve, double flops) {
   if (curve.empty()) return 1.0;
   if (flops <= curve.front().flops) return curve.front().efficiency;
   if (flops >= curve.back().flops) return curve.back().efficiency;
@@ -74,6 +77,30 @@ double GpuSpec::gemm_efficiency(double flops) const {
     return curve[i - 1].efficiency + t * (curve[i].efficiency - curve[i - 1].efficiency);
   }
   return curve.back().efficiency;
+}
+
+// A curve's points: positive flops, strictly increasing, efficiencies in (0, 1].
+void check_curve(const std::vector<GemmEfficiencyPoint>& curve, std::string_view field, std::vector<std::string>& errors) {
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    const auto& point = curve[i];
+    const std::string at = std::string(field) + "[" + std::to_string(i) + "]";
+    if (!(point.flops > 0)) errors.push_back(at + ".flops=" + num(point.flops) + " must be positive");
+    if (!(point.efficiency > 0 && point.efficiency <= 1)) {
+      errors.push_back(at + ".efficiency=" + num(point.efficiency) + " must be in (0, 1]");
+    }
+    if (i > 0 && !(point.flops > curve[i - 1].flops)) {
+      errors.push_back(at + ".flops=" + num(point.flops) + " must be greater than the previous point's");
+    }
+  }
+}
+
+}  // namespace
+
+double GpuSpec::gemm_efficiency(double flops) const { return curve_efficiency(gemm_efficiency_curve, flops); }
+
+double GpuSpec::gemm_efficiency(double flops, Precision precision) const {
+  const bool fp8_curve = precision == Precision::kFp8 && !fp8_gemm_efficiency_curve.empty();
+  return curve_efficiency(fp8_curve ? fp8_gemm_efficiency_curve : gemm_efficiency_curve, flops);
 }
 
 double GpuSpec::peak_tflops(Precision precision) const {
@@ -102,17 +129,12 @@ void validate(const GpuSpec& g, std::string_view context) {
   if (g.nic_latency_ns < 0) errors.push_back("nic_latency_ns must be >= 0");
   if (g.kernel_launch_overhead_ns < 0) errors.push_back("kernel_launch_overhead_ns must be >= 0");
   if (g.gemm_efficiency_curve.empty()) errors.push_back("gemm_efficiency_curve must have at least one point");
-  for (std::size_t i = 0; i < g.gemm_efficiency_curve.size(); ++i) {
-    const auto& point = g.gemm_efficiency_curve[i];
-    const std::string at = "gemm_efficiency_curve[" + std::to_string(i) + "]";
-    if (!(point.flops > 0)) errors.push_back(at + ".flops=" + num(point.flops) + " must be positive");
-    if (!(point.efficiency > 0 && point.efficiency <= 1)) {
-      errors.push_back(at + ".efficiency=" + num(point.efficiency) + " must be in (0, 1]");
-    }
-    if (i > 0 && !(point.flops > g.gemm_efficiency_curve[i - 1].flops)) {
-      errors.push_back(at + ".flops=" + num(point.flops) + " must be greater than the previous point's");
-    }
+  check_curve(g.gemm_efficiency_curve, "gemm_efficiency_curve", errors);
+  check_curve(g.fp8_gemm_efficiency_curve, "fp8_gemm_efficiency_curve", errors);
+  if (!g.fp8_gemm_efficiency_curve.empty() && g.peak_fp8_tflops <= 0) {
+    errors.push_back("fp8_gemm_efficiency_curve needs peak_fp8_tflops > 0");
   }
+  if (g.sm_count < 0) errors.push_back("sm_count=" + std::to_string(g.sm_count) + " must be >= 0 (0 = unknown)");
   fraction("memory_bandwidth_efficiency", g.memory_bandwidth_efficiency);
   fraction("collective_efficiency", g.collective_efficiency);
   if (g.reserved_memory_bytes < 0 || g.reserved_memory_bytes >= g.hbm_bytes) {
