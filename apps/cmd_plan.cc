@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "config_flags.h"
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
 #include "pipelab/plan/plan.h"
@@ -38,16 +39,6 @@ struct PlanOptions {
   bool no_progress = false;
 };
 
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 plan::PlanRequest make_plan_request(const PlanOptions& o) {
   plan::PlanRequest r;
   r.model = load_model(o.model);
@@ -57,7 +48,7 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   r.seq_length = o.seq;
   r.precision = parse_precision(o.precision);
   if (o.schedules != "all") {
-    r.schedules = split_list(o.schedules);
+    r.schedules = split_comma_list(o.schedules);
     if (r.schedules.empty()) throw InputError("--schedules is empty: give all or a comma-separated list");
   }
   if (!(o.memory_headroom_gib >= 0)) throw InputError("--memory-headroom=" + std::to_string(o.memory_headroom_gib) + ": must be >= 0 GiB");
@@ -71,14 +62,14 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   r.time_budget_s = o.time_budget_s > 0 ? o.time_budget_s : 0;
   r.threads = o.threads;
   r.mbs.clear();
-  for (const std::string& m : split_list(o.mbs)) {
+  for (const std::string& m : split_comma_list(o.mbs)) {
     const std::vector<int> one = parse_int_list("--mbs", m);
     if (one.front() < 1) throw InputError("--mbs=" + m + ": must be at least 1");
     r.mbs.push_back(one.front());
   }
   if (r.mbs.empty()) throw InputError("--mbs is empty");
   r.recompute.clear();
-  for (const std::string& m : split_list(o.recompute)) r.recompute.push_back(parse_recompute(m));
+  for (const std::string& m : split_comma_list(o.recompute)) r.recompute.push_back(parse_recompute(m));
   if (r.recompute.empty()) throw InputError("--recompute is empty");
   return r;
 }

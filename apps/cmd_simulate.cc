@@ -32,16 +32,6 @@ struct CompareOptions {
   std::string report_out;
 };
 
-std::vector<std::string> split_names(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 void print_config_line(std::ostream& os, const ResolvedConfig& r) {
   const ParallelConfig& c = r.config;
   os << "# " << r.model.name << " on " << c.tp * c.pp * c.cp * c.dp << " x " << r.gpu.name << ": tp=" << c.tp << " pp=" << c.pp
@@ -95,7 +85,7 @@ void add_compare_command(CLI::App& root, int& exit_code) {
   cmd->callback([o, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(o->config);
     print_config_line(std::cout, resolved);
-    const std::vector<std::string> names = split_names(o->schedules);
+    const std::vector<std::string> names = split_comma_list(o->schedules);
     if (names.empty()) throw InputError("--schedules is empty; valid schedules: " + schedule_names());
     reports::ReportInput result{.kind = "compare",
                                 .config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost)};

@@ -1,6 +1,8 @@
 // Model / GPU / layout flags.
 #include "config_flags.h"
 
+#include <sstream>
+
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/presets.h"
 
@@ -204,6 +206,16 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
   if (f.gbs > 0 && f.microbatches > 0) throw InputError("give --gbs or --microbatches, not both");
   c.gbs = f.gbs > 0 ? f.gbs : c.mbs * c.dp * (f.microbatches > 0 ? f.microbatches : 32);
   out.config = c;
+  return out;
+}
+
+std::vector<std::string> split_comma_list(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
   return out;
 }
 

@@ -51,6 +51,9 @@ struct ResolvedConfig {
 };
 ResolvedConfig resolve_flags(const ConfigFlags& flags);
 
+/// "a,b,,c" -> {"a", "b", "c"}: a comma-separated flag value (--schedules, --mbs), empty items dropped.
+std::vector<std::string> split_comma_list(const std::string& list);
+
 /// A simulation request for one schedule from the flags.
 sim::SimulationRequest make_request(const ConfigFlags& flags, const ResolvedConfig& resolved, const std::string& schedule);
 
