@@ -74,5 +74,31 @@ TEST(RunRecords, BadCellsNameTheLineAndColumn) {
   EXPECT_NE(error_of("llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,100\n").find("no error"), std::string::npos);
 }
 
+TEST(RunRecords, IterationTimeGivesTokensPerGpu) {
+  const std::string header = "model,precision,gpus,gbs,mbs,seq,tp,pp,cp,vp,ep,fsdp,iteration_s\n";
+  // 128 sequences of 8192 tokens over 8 GPUs in 8 s: 16384 tokens/s/GPU.
+  const std::vector<RunRecord> runs = parse_run_records(header + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,8\n", "runs.csv");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_DOUBLE_EQ(runs[0].tokens_per_s_per_gpu, 16384);
+  EXPECT_DOUBLE_EQ(runs[0].iteration_s, 8);
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_run_records(text, "runs.csv");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(header + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,\n"), "runs.csv:2: column iteration_s: is empty; it needs seconds per iteration");
+  EXPECT_EQ(error_of(header + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,-1\n"), "runs.csv:2: column iteration_s: must be positive");
+  const std::string both = "model,precision,gpus,gbs,mbs,seq,tp,pp,cp,vp,ep,fsdp,tokens_per_s_per_gpu,iteration_s\n";
+  EXPECT_EQ(error_of(both + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,16384,8\n"), "no error");
+  EXPECT_EQ(error_of(both + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,,8\n"), "no error");
+  EXPECT_EQ(error_of(both + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,12000,8\n"),
+            "runs.csv:2: column iteration_s: gives 16384.000000 tokens/s/GPU, more than 2% from tokens_per_s_per_gpu");
+  EXPECT_EQ(error_of("model,precision,gpus,gbs,mbs,seq,tp,pp,cp,vp,ep,fsdp\nllama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0\n"),
+            "runs.csv:2: column tokens_per_s_per_gpu: the header names neither tokens_per_s_per_gpu nor iteration_s");
+}
+
 }  // namespace
 }  // namespace pipelab
