@@ -21,9 +21,9 @@ ParamBounds calibration_bounds(CalibrationParam param) {
   switch (param) {
     case CalibrationParam::GemmScale:
     case CalibrationParam::Fp8GemmScale: return {0.25, 4.0};
-    case CalibrationParam::CollectiveEfficiency: return {0.1, 1.0};
-    case CalibrationParam::KernelLaunchOverheadNs: return {50, 50000};
-    case CalibrationParam::MemoryBandwidthEfficiency: return {0.2, 1.0};
+    case CalibrationParam::CollectiveEfficiency: return {0.3, 1.0};
+    case CalibrationParam::KernelLaunchOverheadNs: return {100, 20000};
+    case CalibrationParam::MemoryBandwidthEfficiency: return {0.5, 1.0};
   }
   return {1, 1};
 }
@@ -159,7 +159,9 @@ class Fitter {
 
   /// Bounded Nelder-Mead from `start` over the runs `which` (standard coefficients; points clamped
   /// into the unit box; restarted around the best point until a restart no longer improves it).
-  Result minimize(std::vector<double> start, double step, int max_evaluations, const std::vector<std::size_t>& which) const {
+  /// Stops when the simplex spans less than `xtol` in every coordinate, or at the budget.
+  Result minimize(std::vector<double> start, double step, double xtol, int max_evaluations,
+                  const std::vector<std::size_t>& which) const {
     const std::size_t d = dims();
     Result best;
     // The budget is strict: a point past it is not simulated and counts as +inf.
@@ -171,7 +173,7 @@ class Fitter {
     };
     best.u = start;
     best.objective = f(best.u);
-    constexpr double kFtol = 1e-12, kXtol = 1e-5;
+    constexpr double kFtol = 1e-12;
     while (best.evaluations < max_evaluations) {
       // Step 1: a simplex around the best point so far.
       std::vector<std::vector<double>> x(d + 1, best.u);
@@ -198,7 +200,8 @@ class Fitter {
         for (std::size_t i = 1; i <= d; ++i) {
           for (std::size_t j = 0; j < d; ++j) size = std::max(size, std::abs(x[i][j] - x[0][j]));
         }
-        if (size < kXtol || (std::isfinite(fx[d]) && fx[d] - fx[0] < kFtol && size < 10 * kXtol)) break;
+        // Small enough, or flat: the worst vertex within a millionth of the best objective.
+        if (size < xtol || (std::isfinite(fx[d]) && fx[d] - fx[0] <= std::max(kFtol, 1e-6 * fx[0]))) break;
         std::vector<double> centroid(d, 0.0);
         for (std::size_t i = 0; i < d; ++i) {
           for (std::size_t j = 0; j < d; ++j) centroid[j] += x[i][j] / static_cast<double>(d);
@@ -239,7 +242,7 @@ class Fitter {
         best.objective = fx[at];
       }
       // Step 3: Nelder-Mead can stall on a collapsed simplex; restart until that stops helping.
-      if (!(restart_from - best.objective > kFtol)) break;
+      if (!(restart_from - best.objective > std::max(kFtol, 1e-6 * best.objective))) break;
       step = std::max(0.01, step / 2);
     }
     return best;
@@ -344,7 +347,7 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
   const Fitter fitter(gpu, params, requests, measured, threads);
   std::vector<double> start(params.size());
   for (std::size_t i = 0; i < params.size(); ++i) start[i] = fitter.u_of(i, param_value(gpu, params[i]));
-  const Fitter::Result fit = fitter.minimize(start, 0.1, std::max(options.max_evaluations, 1), all);
+  const Fitter::Result fit = fitter.minimize(start, 0.1, 1e-4, std::max(options.max_evaluations, 1), all);
   report.evaluations = fit.evaluations;
   // Keep the given value of a parameter whose fit did not improve on it (the start may be clamped).
   GpuSpec after = fitter.spec_at(fit.u);
@@ -374,8 +377,10 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
       for (std::size_t k : all) {
         if (k != i) others.push_back(k);
       }
-      const Fitter::Result f = fitter.minimize(fit.u, 0.05, std::max(options.max_evaluations / 2, 1), others);
+      // From the full fit, whose optimum is near: a smaller simplex and a looser tolerance.
+      const Fitter::Result f = fitter.minimize(fit.u, 0.02, 1e-3, std::max(options.max_evaluations / 4, 1), others);
       loo[i] = fitter.predict(fitter.spec_at(f.u), {i})[0] / measured[i] - 1;
+      if (options.progress) options.progress(static_cast<int>(i) + 1, static_cast<int>(kept.size()));
     }
   }
 

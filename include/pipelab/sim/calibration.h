@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,6 +58,8 @@ struct CalibrationOptions {
   bool leave_one_out = false;
   int max_evaluations = 400;  // of the objective (each simulates every run) per fit
   int threads = 0;            // simulating runs in parallel; 0 = hardware concurrency
+  /// Called after each leave-one-out refit with (done, total), e.g. for a progress line.
+  std::function<void(int, int)> progress;
 };
 
 /// One run of the table, simulated before and after the fit. Errors are predicted / measured - 1.
