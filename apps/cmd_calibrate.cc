@@ -29,6 +29,7 @@ struct CalibrateOptions {
   bool loo = false;
   std::string out;
   std::string json_out;
+  std::string name;  // of the fitted spec; "" = "<gpu>-fitted"
   int max_evaluations = sim::CalibrationOptions{}.max_evaluations;
   int threads = 0;
 };
@@ -96,6 +97,7 @@ void add_calibrate_command(CLI::App& root, int& exit_code) {
   cmd->add_flag("--loo", o->loo, "Also refit without each run and report its leave-one-out error");
   cmd->add_option("--out", o->out, "Write the fitted GPU spec JSON here (for --gpu FILE)");
   cmd->add_option("--json", o->json_out, "Write the calibration report JSON here");
+  cmd->add_option("--name", o->name, "Name of the fitted GPU spec (default: <gpu name>-fitted; a preset's own name to replace it)");
   cmd->add_option("--max-evaluations", o->max_evaluations, "Objective evaluations per fit (each simulates every run)")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -113,7 +115,9 @@ void add_calibrate_command(CLI::App& root, int& exit_code) {
     }
     const GpuSpec gpu = load_gpu(o->gpu);
     const std::vector<RunRecord> runs = parse_run_records(read_text_file(o->runs, "run table"), o->runs);
-    const sim::CalibrationReport report = sim::calibrate(runs, gpu, options);
+    sim::CalibrationReport report = sim::calibrate(runs, gpu, options);
+    if (!o->name.empty()) report.after.name = o->name;
+    validate(report.after, "--name " + report.after.name);
     print_report(report, std::cout);
     if (!o->out.empty()) {
       write_text_file(o->out, to_json(report.after).dump(2) + "\n", "fitted GPU spec");
@@ -122,7 +126,8 @@ void add_calibrate_command(CLI::App& root, int& exit_code) {
     if (!o->json_out.empty()) {
       nlohmann::json j = sim::to_json(report);
       j["config"] = {{"runs", o->runs}, {"gpu", o->gpu}, {"fit", o->fit.empty() ? "auto" : o->fit},
-                     {"loo", o->loo}, {"max_evaluations", o->max_evaluations}};
+                     {"loo", o->loo}, {"max_evaluations", o->max_evaluations},
+                     {"name", report.after.name}};
       write_text_file(o->json_out, j.dump(2) + "\n", "calibration report");
       std::cout << "# report: " << o->json_out << "\n";
     }

@@ -15,20 +15,14 @@
 #include "pipelab/base/file_io.h"
 #include "pipelab/profiles/presets.h"
 #include "pipelab/profiles/run_record.h"
+#include "pipelab/sim/calibration.h"
 #include "pipelab/sim/simulation.h"
 
 namespace {
 
 using namespace pipelab;
 
-sim::SimulationRequest request_for(const RunRecord& run) {
-  sim::SimulationRequest r;
-  r.model = run.model_spec(model_preset(run.model));
-  r.gpu = gpu_preset("h100-sxm");
-  r.config = run.config(r.model);
-  r.schedule = run.schedule();
-  return r;
-}
+sim::SimulationRequest request_for(const RunRecord& run) { return sim::run_request(run, gpu_preset("h100-sxm")); }
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;

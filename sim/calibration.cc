@@ -17,6 +17,15 @@
 
 namespace pipelab::sim {
 
+SimulationRequest run_request(const RunRecord& run, const GpuSpec& gpu) {
+  SimulationRequest r;
+  r.model = run.model_spec(load_model(run.model));
+  r.gpu = gpu;
+  r.config = run.config(r.model);
+  r.schedule = run.schedule();
+  return r;
+}
+
 ParamBounds calibration_bounds(CalibrationParam param) {
   switch (param) {
     case CalibrationParam::GemmScale:
@@ -87,6 +96,13 @@ ErrorSummary summarize_errors(const std::vector<double>& errors) {
 }
 
 namespace {
+
+// 4 significant digits, as a preset file holds them.
+double round_significant(double v) {
+  if (!(v != 0) || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, 3 - std::floor(std::log10(std::abs(v))));
+  return std::round(v * scale) / scale;
+}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -248,9 +264,6 @@ class Fitter {
     return best;
   }
 
-  const std::vector<double>& measured() const { return measured_; }
-  const std::vector<CalibrationParam>& params() const { return params_; }
-
  private:
   GpuSpec base_;
   std::vector<CalibrationParam> params_;
@@ -293,11 +306,7 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
   bool has_fp8 = false;
   for (const RunRecord& run : runs) {
     try {
-      SimulationRequest r;
-      r.model = run.model_spec(load_model(run.model));
-      r.gpu = gpu;
-      r.config = run.config(r.model);
-      r.schedule = run.schedule();
+      SimulationRequest r = run_request(run, gpu);
       const SimulationOutcome o = simulate_config(r);
       if (o.oom) {
         const std::int64_t peak = *std::max_element(o.peak_memory_bytes.begin(), o.peak_memory_bytes.end());
@@ -316,8 +325,14 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
     }
   }
   if (kept.empty()) {
-    throw InputError(runs.empty() ? "no runs to fit" : "no run simulates and fits in memory; nothing to fit (" +
-                                                           std::to_string(report.excluded.size()) + " excluded)");
+    if (runs.empty()) throw InputError("no runs to fit");
+    std::string why;
+    for (std::size_t i = 0; i < report.excluded.size() && i < 5; ++i) {
+      const ExcludedRun& e = report.excluded[i];
+      why += "\n  line " + std::to_string(e.line) + " (" + e.label + "): " + e.reason;
+    }
+    if (report.excluded.size() > 5) why += "\n  and " + std::to_string(report.excluded.size() - 5) + " more";
+    throw InputError("no run simulates and fits in memory; nothing to fit:" + why);
   }
   std::vector<std::size_t> all(kept.size());
   std::iota(all.begin(), all.end(), 0);
@@ -349,21 +364,30 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
   for (std::size_t i = 0; i < params.size(); ++i) start[i] = fitter.u_of(i, param_value(gpu, params[i]));
   const Fitter::Result fit = fitter.minimize(start, 0.1, 1e-4, std::max(options.max_evaluations, 1), all);
   report.evaluations = fit.evaluations;
-  // Keep the given value of a parameter whose fit did not improve on it (the start may be clamped).
-  GpuSpec after = fitter.spec_at(fit.u);
+  // The written spec holds 4 significant digits; its predictions are the ones reported. A fit that
+  // does not improve on the given spec (the start may have been clamped to the bounds) keeps it.
+  std::vector<double> values(params.size());
+  GpuSpec after = gpu;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    values[i] = round_significant(fitter.value_at(i, fit.u[i]));
+    after = with_param(std::move(after), params[i], values[i]);
+  }
+  for (auto* curve : {&after.gemm_efficiency_curve, &after.fp8_gemm_efficiency_curve}) {
+    for (GemmEfficiencyPoint& p : *curve) p.efficiency = round_significant(p.efficiency);
+  }
   std::vector<double> predicted = fitter.predict(after, all);
   report.objective_before = fitter.msle(before, all);
   report.objective_after = fitter.msle(predicted, all);
-  if (!(report.objective_after <= report.objective_before)) {
+  const bool kept_given = !(report.objective_after <= report.objective_before);
+  if (kept_given) {
     after = gpu;
     predicted = before;
     report.objective_after = report.objective_before;
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
-    const ParamBounds b = calibration_bounds(params[i]);
-    const double value = after == gpu ? param_value(gpu, params[i]) : fitter.value_at(i, fit.u[i]);
-    report.params.push_back({params[i], param_value(gpu, params[i]), value, b,
-                             after != gpu && (fit.u[i] <= 1e-4 || fit.u[i] >= 1 - 1e-4)});
+    const double given = param_value(gpu, params[i]);
+    report.params.push_back({params[i], given, kept_given ? given : values[i], calibration_bounds(params[i]),
+                             !kept_given && (fit.u[i] <= 1e-4 || fit.u[i] >= 1 - 1e-4)});
   }
   after.name = gpu.name.ends_with("-fitted") ? gpu.name : gpu.name + "-fitted";
   validate(after, after.name);

@@ -36,12 +36,7 @@ std::vector<RunRecord> layouts() {
 std::vector<RunRecord> measured_on(const GpuSpec& truth) {
   std::vector<RunRecord> runs = layouts();
   for (RunRecord& run : runs) {
-    sim::SimulationRequest r;
-    r.model = run.model_spec(model_preset(run.model));
-    r.gpu = truth;
-    r.config = run.config(r.model);
-    r.schedule = run.schedule();
-    run.tokens_per_s_per_gpu = sim::simulate_config(r).throughput.tokens_per_s_per_gpu;
+    run.tokens_per_s_per_gpu = sim::simulate_config(sim::run_request(run, truth)).throughput.tokens_per_s_per_gpu;
   }
   return runs;
 }

@@ -9,6 +9,7 @@
 #include "pipelab/base/file_io.h"
 #include "pipelab/profiles/presets.h"
 #include "pipelab/profiles/run_record.h"
+#include "pipelab/sim/calibration.h"
 #include "pipelab/sim/simulation.h"
 
 namespace pipelab {
@@ -24,11 +25,7 @@ TEST(CalibrationSet, EveryPublishedRecipeSimulatesAndFits) {
   ASSERT_GE(runs.size(), 25u);
   int simulated = 0;
   for (const RunRecord& run : runs) {
-    sim::SimulationRequest r;
-    r.model = run.model_spec(model_preset(run.model));  // every model of the set has a preset
-    r.gpu = gpu_preset("h100-sxm");
-    r.config = run.config(r.model);
-    r.schedule = run.schedule();
+    const sim::SimulationRequest r = sim::run_request(run, gpu_preset("h100-sxm"));  // every model has a preset
     sim::SimulationOutcome o;
     ASSERT_NO_THROW(o = sim::simulate_config(r)) << run.label();
     const std::int64_t peak = *std::max_element(o.peak_memory_bytes.begin(), o.peak_memory_bytes.end());
@@ -41,12 +38,7 @@ TEST(CalibrationSet, EveryPublishedRecipeSimulatesAndFits) {
 TEST(CalibrationSet, RecipeLayoutsAreMegatrons) {
   for (const RunRecord& run : calibration_set()) {
     if (run.model != "llama3.1-405b" && run.model != "deepseek-v3") continue;
-    sim::SimulationRequest r;
-    r.model = run.model_spec(model_preset(run.model));
-    r.gpu = gpu_preset("h100-sxm");
-    r.config = run.config(r.model);
-    r.schedule = run.schedule();
-    const sim::SimulationOutcome o = sim::simulate_config(r);
+    const sim::SimulationOutcome o = sim::simulate_config(sim::run_request(run, gpu_preset("h100-sxm")));
     // 405B with embedding and loss accounted: 126 layers as [1] + [2]*62 + [1] over PP8 x VP8.
     if (run.model == "llama3.1-405b") EXPECT_EQ(o.pipeline_layout, "Et|(tt|)*62tL") << run.label();
     if (run.model == "deepseek-v3") EXPECT_EQ(o.pipeline_layout, "Et|(tt|)*30mL") << run.label();

@@ -15,8 +15,13 @@
 #include "pipelab/base/names.h"
 #include "pipelab/profiles/gpu_spec.h"
 #include "pipelab/profiles/run_record.h"
+#include "pipelab/sim/simulation.h"
 
 namespace pipelab::sim {
+
+/// The simulation of a run as its recipe ran it: the run's model preset (or model JSON file) with its
+/// model.* settings, its resolved layout, and its schedule, on `gpu`. Throws as RunRecord::config does.
+SimulationRequest run_request(const RunRecord& run, const GpuSpec& gpu);
 
 /// A free parameter of a GpuSpec that calibration can fit.
 enum class CalibrationParam : std::uint8_t {
