@@ -18,5 +18,7 @@ void add_plan_command(CLI::App& root, int& exit_code);
 void add_report_command(CLI::App& root, int& exit_code);
 void add_profile_command(CLI::App& root, int& exit_code);
 void add_run_command(CLI::App& root, int& exit_code);
+/// `pipelab calibrate --runs FILE.csv --gpu PRESET|FILE [--fit p1,p2] [--loo] [--out F] [--json F]`.
+void add_calibrate_command(CLI::App& root, int& exit_code);
 
 }  // namespace pipelab::app

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   pipelab::app::add_report_command(root, exit_code);
   pipelab::app::add_profile_command(root, exit_code);
   pipelab::app::add_run_command(root, exit_code);
+  pipelab::app::add_calibrate_command(root, exit_code);
   try {
     const ExpandedArgs expanded =
         pipelab::app::expand_pasted_args(root, std::vector<std::string>(argv + 1, argv + argc));

@@ -15,27 +15,14 @@
 #include "pipelab/base/file_io.h"
 #include "pipelab/profiles/presets.h"
 #include "pipelab/profiles/run_record.h"
+#include "pipelab/sim/calibration.h"
 #include "pipelab/sim/simulation.h"
 
 namespace {
 
 using namespace pipelab;
 
-sim::SimulationRequest request_for(const RunRecord& run) {
-  sim::SimulationRequest r;
-  r.model = run.model_spec(model_preset(run.model));
-  r.gpu = gpu_preset("h100-sxm");
-  r.config = run.config(r.model);
-  r.schedule = run.schedule();
-  return r;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+sim::SimulationRequest request_for(const RunRecord& run) { return sim::run_request(run, gpu_preset("h100-sxm")); }
 
 void print_table(const std::vector<RunRecord>& runs) {
   std::printf("%-52s %10s %10s %8s %9s  %s\n", "recipe (release model precision GPUs layout)", "published", "predicted",
@@ -58,8 +45,8 @@ void print_table(const std::vector<RunRecord>& runs) {
   }
   auto summary = [](const char* what, const std::vector<double>& v) {
     if (v.empty()) return;
-    std::printf("# %s: %zu rows, median |error| %.1f%%, max |error| %.1f%%\n", what, v.size(), 100 * median(v),
-                100 * *std::max_element(v.begin(), v.end()));
+    const sim::ErrorSummary s = sim::summarize_errors(v);
+    std::printf("# %s: %zu rows, median |error| %.1f%%, max |error| %.1f%%\n", what, v.size(), 100 * s.median_abs, 100 * s.max_abs);
   };
   summary("all", errors);
   summary("fp8", fp8_errors);

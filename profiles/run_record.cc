@@ -2,6 +2,7 @@
 #include <pipelab/profiles/run_record.h>
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include <pipelab/base/csv_table.h>
@@ -70,7 +71,7 @@ ParallelConfig RunRecord::config(const ModelSpec& model) const {
 
 std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::string& context) {
   static const std::vector<std::string> kColumns = {"model", "precision", "gpus", "gbs", "mbs", "seq", "tp", "pp",
-                                                    "cp", "vp", "ep", "fsdp", "tokens_per_s_per_gpu"};
+                                                    "cp", "vp", "ep", "fsdp"};
   std::vector<RunRecord> out;
   for (const CsvRow& row : parse_csv_table(csv_text, context, kColumns)) {
     RunRecord r;
@@ -98,8 +99,27 @@ std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::s
     const std::int64_t fsdp = row.integer("fsdp", 0);
     if (fsdp != 0 && fsdp != 1) row.fail("fsdp", "must be 0 or 1");
     r.fsdp = fsdp == 1;
-    r.tokens_per_s_per_gpu = row.number("tokens_per_s_per_gpu");
-    if (r.tokens_per_s_per_gpu <= 0) row.fail("tokens_per_s_per_gpu", "must be positive");
+    // Throughput as tokens/s/GPU, or as seconds per iteration (gbs * seq tokens over all GPUs).
+    if (!row.has("tokens_per_s_per_gpu") && !row.has("iteration_s")) {
+      row.fail("tokens_per_s_per_gpu", "the header names neither tokens_per_s_per_gpu nor iteration_s");
+    }
+    const bool timed = !optional_text("iteration_s").empty();
+    if (timed) {
+      r.iteration_s = row.number("iteration_s");
+      if (r.iteration_s <= 0) row.fail("iteration_s", "must be positive");
+    }
+    if (!timed || !optional_text("tokens_per_s_per_gpu").empty()) {
+      if (!row.has("tokens_per_s_per_gpu")) row.fail("iteration_s", "is empty; it needs seconds per iteration");
+      r.tokens_per_s_per_gpu = row.number("tokens_per_s_per_gpu");
+      if (r.tokens_per_s_per_gpu <= 0) row.fail("tokens_per_s_per_gpu", "must be positive");
+    }
+    if (r.iteration_s > 0) {
+      const double from_time = static_cast<double>(r.gbs) * r.seq / (r.iteration_s * r.gpus);
+      if (r.tokens_per_s_per_gpu > 0 && std::abs(from_time / r.tokens_per_s_per_gpu - 1) > 0.02) {
+        row.fail("iteration_s", "gives " + std::to_string(from_time) + " tokens/s/GPU, more than 2% from tokens_per_s_per_gpu");
+      }
+      if (r.tokens_per_s_per_gpu == 0) r.tokens_per_s_per_gpu = from_time;
+    }
     if (!optional_text("model_tflops_per_gpu").empty()) r.model_tflops_per_gpu = row.number("model_tflops_per_gpu");
     std::istringstream settings(optional_text("settings"));
     for (std::string item; settings >> item;) {

@@ -9,6 +9,7 @@
 #include "pipelab/base/file_io.h"
 #include "pipelab/profiles/presets.h"
 #include "pipelab/profiles/run_record.h"
+#include "pipelab/sim/calibration.h"
 #include "pipelab/sim/simulation.h"
 
 namespace pipelab {
@@ -24,11 +25,7 @@ TEST(CalibrationSet, EveryPublishedRecipeSimulatesAndFits) {
   ASSERT_GE(runs.size(), 25u);
   int simulated = 0;
   for (const RunRecord& run : runs) {
-    sim::SimulationRequest r;
-    r.model = run.model_spec(model_preset(run.model));  // every model of the set has a preset
-    r.gpu = gpu_preset("h100-sxm");
-    r.config = run.config(r.model);
-    r.schedule = run.schedule();
+    const sim::SimulationRequest r = sim::run_request(run, gpu_preset("h100-sxm"));  // every model has a preset
     sim::SimulationOutcome o;
     ASSERT_NO_THROW(o = sim::simulate_config(r)) << run.label();
     const std::int64_t peak = *std::max_element(o.peak_memory_bytes.begin(), o.peak_memory_bytes.end());
@@ -41,12 +38,7 @@ TEST(CalibrationSet, EveryPublishedRecipeSimulatesAndFits) {
 TEST(CalibrationSet, RecipeLayoutsAreMegatrons) {
   for (const RunRecord& run : calibration_set()) {
     if (run.model != "llama3.1-405b" && run.model != "deepseek-v3") continue;
-    sim::SimulationRequest r;
-    r.model = run.model_spec(model_preset(run.model));
-    r.gpu = gpu_preset("h100-sxm");
-    r.config = run.config(r.model);
-    r.schedule = run.schedule();
-    const sim::SimulationOutcome o = sim::simulate_config(r);
+    const sim::SimulationOutcome o = sim::simulate_config(sim::run_request(run, gpu_preset("h100-sxm")));
     // 405B with embedding and loss accounted: 126 layers as [1] + [2]*62 + [1] over PP8 x VP8.
     if (run.model == "llama3.1-405b") EXPECT_EQ(o.pipeline_layout, "Et|(tt|)*62tL") << run.label();
     if (run.model == "deepseek-v3") EXPECT_EQ(o.pipeline_layout, "Et|(tt|)*30mL") << run.label();
@@ -72,6 +64,32 @@ TEST(RunRecords, BadCellsNameTheLineAndColumn) {
   EXPECT_THROW(parse_run_records("", "runs.csv"), InputError);
   EXPECT_EQ(error_of("llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,100,x\n"), "runs.csv:2: 14 cells, the header names 13");
   EXPECT_NE(error_of("llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,100\n").find("no error"), std::string::npos);
+}
+
+TEST(RunRecords, IterationTimeGivesTokensPerGpu) {
+  const std::string header = "model,precision,gpus,gbs,mbs,seq,tp,pp,cp,vp,ep,fsdp,iteration_s\n";
+  // 128 sequences of 8192 tokens over 8 GPUs in 8 s: 16384 tokens/s/GPU.
+  const std::vector<RunRecord> runs = parse_run_records(header + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,8\n", "runs.csv");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_DOUBLE_EQ(runs[0].tokens_per_s_per_gpu, 16384);
+  EXPECT_DOUBLE_EQ(runs[0].iteration_s, 8);
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_run_records(text, "runs.csv");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of(header + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,\n"), "runs.csv:2: column iteration_s: is empty; it needs seconds per iteration");
+  EXPECT_EQ(error_of(header + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,-1\n"), "runs.csv:2: column iteration_s: must be positive");
+  const std::string both = "model,precision,gpus,gbs,mbs,seq,tp,pp,cp,vp,ep,fsdp,tokens_per_s_per_gpu,iteration_s\n";
+  EXPECT_EQ(error_of(both + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,16384,8\n"), "no error");
+  EXPECT_EQ(error_of(both + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,,8\n"), "no error");
+  EXPECT_EQ(error_of(both + "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,12000,8\n"),
+            "runs.csv:2: column iteration_s: gives 16384.000000 tokens/s/GPU, more than 2% from tokens_per_s_per_gpu");
+  EXPECT_EQ(error_of("model,precision,gpus,gbs,mbs,seq,tp,pp,cp,vp,ep,fsdp\nllama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0\n"),
+            "runs.csv:2: column tokens_per_s_per_gpu: the header names neither tokens_per_s_per_gpu nor iteration_s");
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // RunRecord: one training run with its layout and measured throughput — a published result (the
 // calibration set in calibration/) or a user's own measurement. The table format: CSV with the
-// columns model, precision, gpus, gbs, mbs, seq, tp, pp, cp, vp, ep, fsdp, tokens_per_s_per_gpu
-// (empty tp/pp/cp/vp/ep = 1), optional release, model_tflops_per_gpu and settings (docs/calibration.md).
+// columns model, precision, gpus, gbs, mbs, seq, tp, pp, cp, vp, ep, fsdp, tokens_per_s_per_gpu or
+// iteration_s (empty tp/pp/cp/vp/ep = 1), optional release, model_tflops_per_gpu and settings
+// (docs/calibration.md).
 #pragma once
 
 #include <string>
@@ -22,7 +23,8 @@ struct RunRecord {
   int gpus = 0, gbs = 0, mbs = 0, seq = 0;
   int tp = 1, pp = 1, cp = 1, vp = 1, ep = 1;
   bool fsdp = false;         // Megatron-FSDP instead of the distributed optimizer
-  double tokens_per_s_per_gpu = 0;
+  double tokens_per_s_per_gpu = 0;  // measured, or gbs * seq / (iteration_s * gpus)
+  double iteration_s = 0;           // measured seconds per iteration (0 when not given)
   double model_tflops_per_gpu = 0;  // as published (0 when not given); counted the publisher's way
   /// The recipe's other settings: ParallelConfig fields, or "model.<field>" for the model.
   std::vector<std::pair<std::string, std::string>> settings;

@@ -1,0 +1,175 @@
+// Calibration fits (sim/calibration.cc): parameters recovered from synthetic runs generated with
+// known values, refusals that name the parameter or the row, leave-one-out errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "pipelab/base/error.h"
+#include "pipelab/profiles/presets.h"
+#include "pipelab/profiles/run_record.h"
+#include "pipelab/sim/calibration.h"
+#include "pipelab/sim/simulation.h"
+
+namespace pipelab {
+namespace {
+
+using sim::CalibrationParam;
+
+// Small Llama 3 8B layouts on one and two nodes: TP and PP traffic over NVLink and the NIC, and
+// data-parallel reductions, so GEMM and collective efficiency both shape the predictions.
+std::vector<RunRecord> layouts() {
+  return parse_run_records(
+      "model,precision,gpus,gbs,mbs,seq,tp,pp,cp,vp,ep,fsdp,tokens_per_s_per_gpu\n"
+      "llama3-8b,bf16,8,32,1,4096,1,1,1,1,1,0,1\n"
+      "llama3-8b,bf16,8,32,1,4096,2,2,1,1,1,0,1\n"
+      "llama3-8b,bf16,8,16,1,4096,4,2,1,1,1,0,1\n"
+      "llama3-8b,bf16,8,16,1,4096,8,1,1,1,1,0,1\n"
+      "llama3-8b,bf16,16,16,1,4096,8,2,1,1,1,0,1\n",
+      "synthetic.csv");
+}
+
+// The runs with "measured" throughput predicted on `truth`.
+std::vector<RunRecord> measured_on(const GpuSpec& truth) {
+  std::vector<RunRecord> runs = layouts();
+  for (RunRecord& run : runs) {
+    run.tokens_per_s_per_gpu = sim::simulate_config(sim::run_request(run, truth)).throughput.tokens_per_s_per_gpu;
+  }
+  return runs;
+}
+
+TEST(Calibration, RecoversKnownParametersFromSyntheticRuns) {
+  const GpuSpec base = gpu_preset("h100-sxm");
+  const GpuSpec truth = sim::with_param(sim::with_param(base, CalibrationParam::GemmScale, 0.85),
+                                        CalibrationParam::CollectiveEfficiency, 0.55);
+  sim::CalibrationOptions options;
+  options.params = {CalibrationParam::GemmScale, CalibrationParam::CollectiveEfficiency};
+  const sim::CalibrationReport report = sim::calibrate(measured_on(truth), base, options);
+  ASSERT_EQ(report.params.size(), 2u);
+  EXPECT_NEAR(report.params[0].after, 0.85, 0.85 * 0.005);
+  EXPECT_NEAR(report.params[1].after, 0.55, 0.55 * 0.005);
+  EXPECT_EQ(report.params[0].before, 1.0);
+  EXPECT_EQ(report.params[1].before, base.collective_efficiency);
+  EXPECT_GT(report.objective_before, 1e-3);
+  EXPECT_LT(report.objective_after, 1e-6);
+  EXPECT_LT(report.summary_after.max_abs, 0.002);
+  EXPECT_TRUE(report.excluded.empty());
+  EXPECT_EQ(report.after.name, "h100-sxm-fitted");
+  EXPECT_NO_THROW(validate(report.after));
+  // The fitted spec round-trips through the JSON that --gpu FILE reads.
+  EXPECT_EQ(parse_gpu_spec(to_json(report.after).dump(), "fitted"), report.after);
+}
+
+TEST(Calibration, IsDeterministic) {
+  const GpuSpec base = gpu_preset("h100-sxm");
+  const std::vector<RunRecord> runs = measured_on(sim::with_param(base, CalibrationParam::GemmScale, 1.1));
+  sim::CalibrationOptions one, two;
+  one.params = two.params = {CalibrationParam::GemmScale, CalibrationParam::CollectiveEfficiency};
+  one.threads = 1;
+  two.threads = 2;
+  EXPECT_EQ(to_json(sim::calibrate(runs, base, one)).dump(), to_json(sim::calibrate(runs, base, two)).dump());
+}
+
+TEST(Calibration, ScalesCapEachCurvePointAtOne) {
+  const GpuSpec base = gpu_preset("h100-sxm");
+  const GpuSpec scaled = sim::with_param(base, CalibrationParam::GemmScale, 4.0);
+  ASSERT_EQ(scaled.gemm_efficiency_curve.size(), base.gemm_efficiency_curve.size());
+  for (std::size_t i = 0; i < scaled.gemm_efficiency_curve.size(); ++i) {
+    EXPECT_DOUBLE_EQ(scaled.gemm_efficiency_curve[i].efficiency, std::min(1.0, 4 * base.gemm_efficiency_curve[i].efficiency));
+  }
+  EXPECT_EQ(scaled.fp8_gemm_efficiency_curve, base.fp8_gemm_efficiency_curve);
+  EXPECT_NO_THROW(validate(scaled));
+}
+
+TEST(Calibration, DefaultFitsWhatTheRunsIdentify) {
+  const GpuSpec base = gpu_preset("h100-sxm");
+  std::vector<RunRecord> runs = measured_on(base);
+  runs.resize(2);
+  sim::CalibrationOptions options;
+  options.max_evaluations = 20;
+  const sim::CalibrationReport report = sim::calibrate(runs, base, options);
+  // BF16 runs only: no FP8 scale.
+  for (const sim::FittedParam& p : report.params) EXPECT_NE(p.param, CalibrationParam::Fp8GemmScale);
+  ASSERT_FALSE(report.not_fitted.empty());
+  EXPECT_EQ(report.not_fitted[0], "fp8_gemm_scale: no run is FP8");
+  EXPECT_LE(report.evaluations, 20);
+  // Asking for it is refused, naming why.
+  options.params = {CalibrationParam::Fp8GemmScale};
+  try {
+    sim::calibrate(runs, base, options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "cannot fit fp8_gemm_scale: no run is FP8");
+  }
+}
+
+TEST(Calibration, UnknownParameterNamesTheValidOnes) {
+  EXPECT_EQ(sim::parse_calibration_params("gemm_scale, collective_efficiency"),
+            (std::vector<CalibrationParam>{CalibrationParam::GemmScale, CalibrationParam::CollectiveEfficiency}));
+  auto error_of = [](std::string_view list) {
+    try {
+      sim::parse_calibration_params(list);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("gemm_scale,nvlink_speed"),
+            "calibration parameter='nvlink_speed' must be one of: gemm_scale, fp8_gemm_scale, collective_efficiency, "
+            "kernel_launch_overhead_ns, memory_bandwidth_efficiency");
+  EXPECT_EQ(error_of("gemm_scale,gemm_scale"), "calibration parameter 'gemm_scale' is named twice");
+  EXPECT_EQ(error_of(" , "), "no calibration parameter named; valid: gemm_scale, fp8_gemm_scale, collective_efficiency, "
+                             "kernel_launch_overhead_ns, memory_bandwidth_efficiency");
+}
+
+TEST(Calibration, ExcludesRunsThatDoNotSimulateAndSaysWhy) {
+  const GpuSpec base = gpu_preset("h100-sxm");
+  std::vector<RunRecord> runs = measured_on(base);
+  runs.resize(2);
+  RunRecord unknown = runs[0];
+  unknown.model = "no-such-model";
+  unknown.line = 9;
+  runs.push_back(unknown);
+  RunRecord too_big = runs[0];  // 70B on one GPU: out of memory
+  too_big.model = "llama3-70b";
+  too_big.gpus = 1;
+  too_big.line = 10;
+  runs.push_back(too_big);
+  sim::CalibrationOptions options;
+  options.params = {CalibrationParam::GemmScale};
+  const sim::CalibrationReport report = sim::calibrate(runs, base, options);
+  EXPECT_EQ(report.runs.size(), 2u);
+  ASSERT_EQ(report.excluded.size(), 2u);
+  EXPECT_EQ(report.excluded[0].line, 9);
+  EXPECT_TRUE(report.excluded[0].reason.starts_with("not simulated: ")) << report.excluded[0].reason;
+  EXPECT_EQ(report.excluded[1].line, 10);
+  EXPECT_TRUE(report.excluded[1].reason.starts_with("out of memory: peak ")) << report.excluded[1].reason;
+  // Nothing left: refused.
+  runs.erase(runs.begin(), runs.begin() + 2);
+  EXPECT_THROW(sim::calibrate(runs, base, options), InputError);
+  EXPECT_THROW(sim::calibrate({}, base, options), InputError);
+}
+
+TEST(Calibration, LeaveOneOutGivesFiniteErrors) {
+  const GpuSpec base = gpu_preset("h100-sxm");
+  const std::vector<RunRecord> runs = measured_on(sim::with_param(base, CalibrationParam::GemmScale, 0.9));
+  sim::CalibrationOptions options;
+  options.params = {CalibrationParam::GemmScale};
+  options.leave_one_out = true;
+  const sim::CalibrationReport report = sim::calibrate(runs, base, options);
+  ASSERT_EQ(report.runs.size(), runs.size());
+  for (const sim::CalibratedRun& r : report.runs) {
+    EXPECT_TRUE(std::isfinite(r.error_loo)) << r.label;
+    EXPECT_LT(std::abs(r.error_loo), 0.01) << r.label;  // one exact parameter: every subset finds it
+  }
+  EXPECT_GT(report.summary_loo.max_abs, 0);
+  const nlohmann::json j = to_json(report);
+  EXPECT_TRUE(j["summary"].contains("leave_one_out"));
+  EXPECT_EQ(j["runs"].size(), runs.size());
+}
+
+}  // namespace
+}  // namespace pipelab
