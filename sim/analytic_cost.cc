@@ -15,6 +15,19 @@ namespace {
 // activation, down, residual, plus TP collectives): the launch gap each adds on the GPU.
 constexpr double kKernelsPerLayerPass = 14;
 
+// FP8 (Transformer Engine): bytes of HBM traffic per element to quantize a BF16 tensor into the FP8
+// row-wise and (Hopper) column-wise copies: delayed scaling reads it once (2) and writes both copies
+// (1 + 1); current/block scaling reads it twice (amax pass, then cast); a quantization fused into the
+// preceding norm or activation kernel only adds the writes. TE performance_considerations.rst.
+constexpr double kQuantizeDelayedBytes = 4;
+constexpr double kQuantizeCurrentBytes = 6;
+constexpr double kQuantizeFusedBytes = 2;
+// Extra kernels per layer per pass for the unfused quantizations and amax updates.
+constexpr double kFp8KernelsPerLayerPass = 4;
+// Block-scaled (1x128 / 128x128) GEMMs against per-tensor ones: TE gemm_profiling.rst, H200, 5B-model
+// shapes, autocast: 20.285 ms (current scaling) / 22.882 ms (blockwise) per layer.
+constexpr double kBlockwiseGemmFactor = 20.285 / 22.882;
+
 }  // namespace
 
 PassCost& PassCost::operator+=(const PassCost& o) {
@@ -33,8 +46,14 @@ PassCost& PassCost::operator+=(const PassCost& o) {
 AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const GpuSpec& gpu, const PipelineShape& shape)
     : geometry_(std::move(geometry)), gpu_(gpu), layout_(geometry_->config(), gpu) {
   const LayerGeometry& g = *geometry_;
-  peak_flops_per_ns_ = gpu.peak_tflops(g.config().precision) * 1e3;  // TFLOP/s -> FLOP/ns
   const ParallelConfig& cfg = g.config();
+  // Decoder GEMMs run at the configured precision; attention core, router, LM head stay BF16.
+  fp8_ = cfg.precision == Precision::kFp8;
+  peak_flops_per_ns_ = gpu.peak_tflops(Precision::kBf16) * 1e3;  // TFLOP/s -> FLOP/ns
+  if (fp8_) {
+    fp8_flops_per_ns_ = gpu.peak_tflops(Precision::kFp8) * 1e3 * (cfg.fp8_recipe == Fp8Recipe::kBlockwise ? kBlockwiseGemmFactor : 1.0);
+    quantize_bytes_ = cfg.fp8_recipe == Fp8Recipe::kDelayed ? kQuantizeDelayedBytes : kQuantizeCurrentBytes;
+  }
   for (const LayerRange& range : stage_layers(g.model(), cfg, shape)) {
     StageCost c;
     for (int i = 0; i < range.count; ++i) {
@@ -90,6 +109,13 @@ double AnalyticCost::gemm_ns(double flops, double calls) const {
   return flops / (peak_flops_per_ns_ * gpu_.gemm_efficiency(per_call));
 }
 
+double AnalyticCost::linear_ns(double flops, double calls) const {
+  if (!fp8_) return gemm_ns(flops, calls);
+  if (flops <= 0) return 0;
+  const double per_call = flops / std::max(1.0, calls);
+  return flops / (fp8_flops_per_ns_ * gpu_.gemm_efficiency(per_call, Precision::kFp8));
+}
+
 double AnalyticCost::memory_ns(double bytes) const {
   return bytes / (gpu_.hbm_bandwidth_gbps * gpu_.memory_bandwidth_efficiency);  // GB/s = bytes/ns
 }
@@ -113,8 +139,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // GEMM calls, for the efficiency curve: QKV and out-proj one each; the MLP two (up [+gate], down),
   // or two per local expert when MoE.
   const double local_experts = moe ? std::max(1.0, static_cast<double>(m.num_experts) / c.ep) : 1;
-  const double qkv_ns = gemm_ns(lf.qkv, 1), out_ns = gemm_ns(lf.attn_out, 1);
-  const double mlp_ns = gemm_ns(lf.mlp, 2 * local_experts) + gemm_ns(lf.router, 1);
+  // The linear layers' GEMMs run in FP8 when asked (linear_ns); the router stays BF16.
+  const double qkv_ns = linear_ns(lf.qkv, 1), out_ns = linear_ns(lf.attn_out, 1);
+  const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts) + gemm_ns(lf.router, 1);
   PassCost fwd;
   fwd.gemm_ns = qkv_ns + out_ns + mlp_ns;
   const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
@@ -129,13 +156,31 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   fwd.elementwise_ns = norm_ns + act_ns + memory_ns(norm_tokens * 6 * h * kBf16Bytes + tokens * rope_bytes);
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   fwd.flops = lf.forward();
+  // FP8: each linear layer's input is quantized. The QKV and dense FC1 inputs come out of the norm
+  // (LayerNormLinear/LayerNormMLP fuse it) on the sequence-parallel shard, FC2's out of the fused
+  // activation; the attention output and MoE experts' dispatched tokens are quantized on their own.
+  // In I, each GEMM's output gradient: FC1's fused with the activation's backward, the rest not.
+  double quantize_f_ns = 0, quantize_i_ns = 0;
+  if (fp8_) {
+    const double fc1_in = moe ? tokens * m.moe_router_topk * h * quantize_bytes_ : norm_tokens * h * kQuantizeFusedBytes;
+    quantize_f_ns = memory_ns(norm_tokens * h * kQuantizeFusedBytes + tokens * w.query / c.tp * quantize_bytes_ + fc1_in +
+                              tokens * w.mlp / c.tp * kQuantizeFusedBytes);
+    quantize_i_ns = memory_ns(tokens * (2 * h + (w.query + w.key + w.value) / c.tp) * quantize_bytes_ +
+                              tokens * w.mlp_up / c.tp * kQuantizeFusedBytes);
+    fwd.elementwise_ns += quantize_f_ns;
+    fwd.launch_ns += kFp8KernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
+  }
 
   // TP: 2 all-reduces (or 2 all-gathers + 2 reduce-scatters with SP) of the full activation.
+  double tp_backward_ns = 0;
   if (c.tp > 1) {
     const double full = tokens * h * kBf16Bytes;
     const Link link = layout_.group_link(1, c.tp);
     const double ring = static_cast<double>(c.tp - 1) / c.tp;
     fwd.tp_comm_ns = g.sequence_parallel() ? 4 * collective_ns(full * ring, c.tp - 1, link) : 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
+    tp_backward_ns = fwd.tp_comm_ns;
+    // FP8 with SP: the forward all-gathers move the quantized (1-byte) inputs (TE's FP8 all-gather).
+    if (fp8_ && g.sequence_parallel()) fwd.tp_comm_ns = 2 * collective_ns(full * ring / 2, c.tp - 1, link) + 2 * collective_ns(full * ring, c.tp - 1, link);
   }
   // EP: token dispatch and combine all-to-alls of top-k copies of each token, over the expert grid
   // of MoE parallel folding (EP ranks etp apart); with expert tensor parallel, the experts' own
@@ -175,9 +220,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   PassCost in;
   in.gemm_ns = fwd.gemm_ns;
   in.attention_ns = 2 * fwd.attention_ns;
-  in.elementwise_ns = 2 * fwd.elementwise_ns;
+  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns) + quantize_i_ns;
   in.launch_ns = fwd.launch_ns;
-  in.tp_comm_ns = fwd.tp_comm_ns;
+  in.tp_comm_ns = tp_backward_ns;
   in.ep_comm_ns = fwd.ep_comm_ns;
   in.cp_comm_ns = c.cp > 1 ? 2 * fwd.cp_comm_ns : 0;
   in.flops = lf.input_grad();

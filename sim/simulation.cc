@@ -72,7 +72,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, geometry->vocab_divisor());
   out.tokens_per_iteration = static_cast<std::int64_t>(config.gbs) * config.seq_length;
   out.throughput = compute_throughput(out.metrics.makespan_ns, out.model_flops, out.tokens_per_iteration, gpus,
-                                      req.gpu.peak_tflops(config.precision));
+                                      req.gpu.peak_bf16_tflops);  // MFU against the BF16 dense peak, as NVIDIA and Megatron report it
   out.memory_capacity_bytes = req.gpu.usable_memory_bytes();
   for (int r = 0; r < config.pp; ++r) {
     out.static_memory.push_back(memory ? memory->static_memory(r) : StaticMemory{});

@@ -1,6 +1,8 @@
 // AnalyticCost: per-stage F / I / W times from ModelSpec x GpuSpec x ParallelConfig (docs/simulator.md,
 // "analytic"). Every constant comes from the GPU and model specs; per-GPU sizes from LayerGeometry.
 //   - GEMMs: FLOPs / (peak x efficiency(FLOPs of that GEMM call)), the GPU's size-dependent curve;
+//     with FP8, the linear layers' GEMMs on the FP8 peak and curve plus their quantization traffic
+//     per Transformer Engine recipe; attention core, router and LM head stay BF16;
 //   - attention core (QK^T, PV; causal): the same roofline per (microbatch, head) call;
 //   - norms, activations, residuals, RoPE, cross-entropy: bytes / (HBM bandwidth x efficiency);
 //   - TP: all-reduce, or all-gather + reduce-scatter with sequence parallel, 4 per layer per pass,
@@ -80,7 +82,10 @@ class AnalyticCost final : public CostModel {
   /// The loss (final norm, LM head, cross-entropy) and/or `mtp_layers` MTP modules of a stage.
   PassCost output_pass(Pass pass, bool loss, int mtp_layers) const;
   PassCost embedding_pass(Pass pass) const;
+  /// A BF16 GEMM (attention core, router, LM head).
   double gemm_ns(double flops, double calls) const;
+  /// A linear layer's GEMM: FP8 (its own curve and peak) when the precision is fp8, else gemm_ns.
+  double linear_ns(double flops, double calls) const;
   double memory_ns(double bytes) const;
   double collective_ns(double bytes_on_wire, int steps, const Link& link) const;
 
@@ -100,7 +105,10 @@ class AnalyticCost final : public CostModel {
   std::vector<StageTotals> totals_;
   std::vector<std::int64_t> stage_param_elems_;  // parameters per GPU of each stage
   std::int64_t boundary_bytes_ = 0;
-  double peak_flops_per_ns_ = 0;
+  double peak_flops_per_ns_ = 0;  // BF16
+  bool fp8_ = false;               // linear layers in FP8 (Transformer Engine)
+  double fp8_flops_per_ns_ = 0;    // FP8 peak, x the block-scaled GEMMs' factor for blockwise
+  double quantize_bytes_ = 0;      // HBM bytes per element of an unfused quantization
 };
 
 }  // namespace pipelab::sim
