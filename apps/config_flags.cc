@@ -34,6 +34,11 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--data-parallel-sharding-strategy", "data_parallel_sharding_strategy", "FSDP: no_shard | optim | optim_grads | optim_grads_params"},
     {"--num-distributed-optimizer-instances", "num_distributed_optimizer_instances", "HSDP: replicas of the sharded state over dp*cp"},
     {"--optimizer-offload-fraction", "optimizer_offload_fraction", "Share of the optimizer state in host memory (0..1)"},
+    {"--fp8-recipe", "fp8_recipe", "FP8 scaling: delayed (default) | tensorwise | blockwise | mxfp8 (docs/simulator.md, FP8)"},
+    {"--moe-token-dispatcher-type", "moe_token_dispatcher_type", "allgather (default) | alltoall | flex (accepted; not modelled yet)"},
+    {"--moe-flex-dispatcher-backend", "moe_flex_dispatcher_backend", "flex: deepep | hybridep (accepted; not modelled yet)"},
+    {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (accepted; not modelled yet)"},
+    {"--cp-comm-type", "cp_comm_type", "p2p (default) | all_gather | a2a (accepted; not modelled yet: p2p ring)"},
 };
 struct LayoutSwitch {
   const char* flag;
@@ -58,6 +63,9 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--no-fp8-param-gather", "fp8_param_gather", "false", "bf16 weights with FP8 GEMMs"},
     {"--optimizer-cpu-offload", "optimizer_offload_fraction", "1", "Optimizer state in host memory (see --optimizer-offload-fraction)"},
     {"--recompute-activations", "recompute", "selective", "Selective recompute (core attention)"},
+    {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "true", "1F1B EP all-to-all overlap (accepted; not modelled yet)"},
+    {"--delay-wgrad-compute", "delay_wgrad_compute", "true", "With the EP overlap: expert wgrad after the combine (accepted; not modelled yet)"},
+    {"--tp-comm-overlap", "tp_comm_overlap", "true", "TE userbuffers TP overlap (accepted; not modelled yet)"},
 };
 
 }  // namespace

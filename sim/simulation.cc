@@ -45,6 +45,17 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
     if (w.rule == "pp_without_vp" && info.splits_backward) continue;
     out.warnings.push_back(w.message);
   }
+  // Accepted so pasted recipes run, but the cost model does not act on them yet (docs/simulator.md).
+  const ParallelConfig defaults;
+  auto not_modelled = [&](bool set, const std::string& what) {
+    if (set) out.warnings.push_back(what + " is accepted but not modelled yet: predictions ignore it");
+  };
+  not_modelled(config.moe_token_dispatcher_type != defaults.moe_token_dispatcher_type,
+               "moe_token_dispatcher_type=" + std::string(to_string(config.moe_token_dispatcher_type)));
+  not_modelled(config.overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm");
+  not_modelled(config.moe_load_imbalance != defaults.moe_load_imbalance, "moe_load_imbalance");
+  not_modelled(config.tp_comm_overlap, "tp_comm_overlap");
+  not_modelled(config.cp_comm_type != defaults.cp_comm_type, "cp_comm_type=" + std::string(to_string(config.cp_comm_type)));
   config.vp = vp;
   out.config = config;
   if (!uniform) out.pipeline_layout = resolve_pipeline_layout(split, req.model, shape.stages_per_chain()).layout.to_megatron();
