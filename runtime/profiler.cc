@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <thread>
 
 #include "pipelab/base/error.h"
@@ -100,19 +101,11 @@ OpTimes medians(const Samples& s) {
 
 }  // namespace
 
-MeasuredProfile measure_compute(const ProfileOptions& o) {
-  o.model.validate();
-  if (o.repeats < 1) throw InputError("profile: repeats=" + std::to_string(o.repeats) + " must be >= 1");
-  if (o.warmup < 0) throw InputError("profile: warmup=" + std::to_string(o.warmup) + " must be >= 0");
-  if (o.concurrency < 1) throw InputError("profile: concurrency=" + std::to_string(o.concurrency) + " must be >= 1");
-  kernels::set_blas_threads(1);
-  const int threads = std::min(o.concurrency, hardware_cores());
-
+MeasuredProfile profile_header(const ProfileOptions& o, std::string backend, int concurrency) {
   MeasuredProfile p;
-  p.backend = "cpu";
-  p.device = cpu_model_name();
+  p.backend = std::move(backend);
   p.threads_per_rank = 1;
-  p.concurrency = threads;
+  p.concurrency = concurrency;
   p.hidden = o.model.block.hidden;
   p.ffn = o.model.block.ffn;
   p.heads = o.model.block.heads;
@@ -122,6 +115,19 @@ MeasuredProfile measure_compute(const ProfileOptions& o) {
   p.layers_per_stage = o.model.layers_per_stage;
   p.repeats = o.repeats;
   p.warmup = o.warmup;
+  return p;
+}
+
+MeasuredProfile measure_compute(const ProfileOptions& o) {
+  o.model.validate();
+  if (o.repeats < 1) throw InputError("profile: repeats=" + std::to_string(o.repeats) + " must be >= 1");
+  if (o.warmup < 0) throw InputError("profile: warmup=" + std::to_string(o.warmup) + " must be >= 0");
+  if (o.concurrency < 1) throw InputError("profile: concurrency=" + std::to_string(o.concurrency) + " must be >= 1");
+  kernels::set_blas_threads(1);
+  const int threads = std::min(o.concurrency, hardware_cores());
+
+  MeasuredProfile p = profile_header(o, "cpu", threads);
+  p.device = cpu_model_name();
 
   // Every measuring thread runs the same sequence at the same time (as the ranks of a run keep
   // every core busy); the samples of all threads are pooled before taking medians.

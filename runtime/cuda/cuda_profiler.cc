@@ -119,19 +119,7 @@ MeasuredProfile measure_cuda_profile(const ProfileOptions& o, const CudaProfileO
   if (o.repeats < 1) throw InputError("profile: repeats=" + std::to_string(o.repeats) + " must be >= 1");
   if (o.warmup < 0) throw InputError("profile: warmup=" + std::to_string(o.warmup) + " must be >= 0");
   if (auto why = cuda_unavailable()) throw DeviceError(*why);
-  MeasuredProfile p;
-  p.backend = "cuda";
-  p.threads_per_rank = 1;
-  p.concurrency = c.ranks_on_device;
-  p.hidden = o.model.block.hidden;
-  p.ffn = o.model.block.ffn;
-  p.heads = o.model.block.heads;
-  p.seq = o.model.block.seq;
-  p.mbs = o.model.block.mbs;
-  p.swiglu = o.model.block.swiglu;
-  p.layers_per_stage = o.model.layers_per_stage;
-  p.repeats = o.repeats;
-  p.warmup = o.warmup;
+  MeasuredProfile p = profile_header(o, "cuda", c.ranks_on_device);
 
   ModelConfig one = o.model;
   one.layers_per_stage = 1;

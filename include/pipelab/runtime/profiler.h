@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "pipelab/kernels/device_block.h"
@@ -32,6 +33,10 @@ struct ProfileOptions {
 /// Compute part of a profile (p2p left empty): backend "cpu", the model, per-layer and per-stage
 /// op times and FLOPs, loss time, activation bytes. BLAS runs one thread per measuring thread.
 MeasuredProfile measure_compute(const ProfileOptions& options);
+
+/// A profile's header from the options it is measured with: backend, concurrency, the mock block's
+/// shape, repeats and warmup (every backend's profile starts from this).
+MeasuredProfile profile_header(const ProfileOptions& options, std::string backend, int concurrency);
 
 /// Message sizes a profile measures for a model: 8 bytes, the activation, and 4x the activation.
 std::vector<std::int64_t> p2p_sizes(std::int64_t activation_bytes);
