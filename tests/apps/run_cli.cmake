@@ -3,6 +3,10 @@
 #   [-DOUT=<file that must exist afterwards>] [-DSAME_AS=<file the OUT file must equal>]
 execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 set(all "${out}${err}")
+# A sanitizer build: a report fails the test whatever the exit code (cmake/sanitizers.cmake).
+if(all MATCHES "(AddressSanitizer|LeakSanitizer|ThreadSanitizer|UndefinedBehaviorSanitizer|runtime error: )")
+  message(FATAL_ERROR "sanitizer report\n--- output ---\n${all}")
+endif()
 if(NOT rc STREQUAL RC)
   message(FATAL_ERROR "exit code ${rc}, expected ${RC}\n--- output ---\n${all}")
 endif()
