@@ -5,10 +5,39 @@
 #include <vector>
 
 #include "pipelab/runtime/backend.h"
+#include "pipelab/runtime/transport.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
 
 namespace pipelab::testing {
+
+/// Forwards every call to another transport (an in-process endpoint standing in for a process's
+/// own transport); tests derive from it and override what they change, e.g. to inject a failure.
+class ForwardingTransport : public runtime::Transport {
+ public:
+  explicit ForwardingTransport(runtime::Transport& t) : t_(t) {}
+  std::string_view name() const override { return t_.name(); }
+  int rank() const override { return t_.rank(); }
+  int size() const override { return t_.size(); }
+  runtime::Clock::time_point barrier(std::chrono::nanoseconds timeout) override { return t_.barrier(timeout); }
+  void isend(int dst, const runtime::MessageKey& k, runtime::Buffer b, std::int64_t now) override { t_.isend(dst, k, std::move(b), now); }
+  void irecv(int src, const runtime::MessageKey& k, std::size_t bytes, runtime::BufferPool& pool) override { t_.irecv(src, k, bytes, pool); }
+  std::optional<runtime::Received> wait_recv(const runtime::MessageKey& k, std::chrono::nanoseconds timeout) override {
+    return t_.wait_recv(k, timeout);
+  }
+  void progress() override { t_.progress(); }
+  std::vector<runtime::SendCompletion> flush_sends(std::chrono::nanoseconds timeout) override { return t_.flush_sends(timeout); }
+  void cancel_all() noexcept override { t_.cancel_all(); }
+  void check_abort() override { t_.check_abort(); }
+  void abort(const std::string& message) noexcept override { t_.abort(message); }
+  std::vector<std::vector<std::byte>> gather(std::span<const std::byte> d, std::chrono::nanoseconds timeout) override {
+    return t_.gather(d, timeout);
+  }
+  bool any_failed(bool failed, std::chrono::nanoseconds timeout) override { return t_.any_failed(failed, timeout); }
+
+ private:
+  runtime::Transport& t_;
+};
 
 /// Forwards every call to another backend; tests derive from it and override what they change.
 class ForwardingBackend : public runtime::Backend {
