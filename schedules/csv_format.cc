@@ -46,7 +46,9 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
     if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
     std::vector<Slot> slots;
     std::vector<int> slot_columns;
-    if (!row.empty()) {
+    // A blank row is a rank without actions; idle cells exist only between commas, so that to_csv
+    // writes every row back as it was read.
+    if (row.find_first_not_of(" \t") != std::string_view::npos) {
       std::size_t col = 0;
       while (col <= row.size()) {
         const std::size_t comma = std::min(row.find(',', col), row.size());

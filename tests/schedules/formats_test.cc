@@ -216,5 +216,21 @@ TEST(Csv, TrailingBlankLinesAddNoRanks) {
   EXPECT_EQ(s.value().shape.ranks, 1);
 }
 
+// Fuzz finding (fuzz/regressions/schedule_csv): a row holding only a tab read as one idle cell,
+// which to_csv writes as an empty row (no cells); a blank row is now a rank without actions.
+TEST(Csv, ABlankRowIsARankWithoutActionsAndRoundTrips) {
+  auto s = parse_csv("0F0,0B0\n\t\n1F0\n", CsvFormat::ComputeOnly);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(s.value().ranks.size(), 3u);
+  EXPECT_TRUE(s.value().ranks[1].empty());
+  auto again = parse_csv(to_csv(s.value()), CsvFormat::ComputeOnly);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value().ranks, s.value().ranks);
+  // Idle cells between commas stay idle cells.
+  auto idle = parse_csv(" ,\t,0F0\n", CsvFormat::ComputeOnly);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ(idle.value().ranks[0].size(), 3u);
+}
+
 }  // namespace
 }  // namespace pipelab
