@@ -232,5 +232,22 @@ TEST(Csv, ABlankRowIsARankWithoutActionsAndRoundTrips) {
   EXPECT_EQ(idle.value().ranks[0].size(), 3u);
 }
 
+// The limits of docs/validation.md: JSON is not read as CSV, rows and cells are bounded before
+// they are stored, and ranks in stage_to_rank must be ranks (2^32+1 wrapped to 1 before).
+TEST(Parsers, RefuseInputBeyondTheirLimitsNamingIt) {
+  auto json_as_csv = parse_csv("\n  {\"format\": \"pipelab.schedule\"}", CsvFormat::ComputeOnly);
+  ASSERT_FALSE(json_as_csv.ok());
+  EXPECT_EQ(json_as_csv.error().line, 2);
+  EXPECT_EQ(json_as_csv.error().column, 3);
+  EXPECT_NE(json_as_csv.error().message.find("this is JSON, not a PyTorch CSV schedule"), std::string::npos);
+  auto rows = parse_csv(std::string(1 << 20, '\n') + "0F0", CsvFormat::ComputeOnly);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.error().message.find("more than 1048576 rows"), std::string::npos);
+  auto rank = parse_json(R"({"format":"pipelab.schedule","version":1,"pp":2,"stages":2,"microbatches":1,"placement":"explicit",
+    "stage_to_rank":[0,4294967297],"ranks":[["0F0","0B0"],["1F0","1B0"]]})");
+  ASSERT_FALSE(rank.ok());
+  EXPECT_NE(rank.error().message.find("field \"stage_to_rank\"[1]=4294967297 must be a rank in [0, pp=2)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pipelab
