@@ -25,6 +25,7 @@ inline std::string read_text_file(const std::string& path, std::string_view what
                       " bytes");
   };
   std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError("cannot read " + std::string(what) + " '" + path + "': it is a directory");
   if (std::filesystem::is_regular_file(path, ec)) {
     const auto size = std::filesystem::file_size(path, ec);
     if (!ec && size > static_cast<std::uintmax_t>(max_bytes)) throw too_large("is " + std::to_string(size) + " bytes");
