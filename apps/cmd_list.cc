@@ -12,13 +12,19 @@
 namespace pipelab::app {
 namespace {
 
+// "  aliases: a, b" under a row, or nothing when there are none.
+void print_aliases(std::ostream& os, int indent, const std::vector<std::string>& aliases) {
+  if (aliases.empty()) return;
+  std::string list;
+  for (const auto& a : aliases) list += (list.empty() ? "" : ", ") + a;
+  os << std::setw(indent) << "" << "aliases: " << list << "\n";
+}
+
 void print_schedules(std::ostream& os) {
   os << std::left << std::setw(18) << "# schedule" << std::setw(70) << "description" << "constraints\n";
   for (const ScheduleInfo& info : schedule_registry()) {
     os << std::left << std::setw(18) << info.name << std::setw(70) << info.summary << info.constraints << "\n";
-    std::string aliases;
-    for (const auto& a : info.aliases) aliases += (aliases.empty() ? "" : ", ") + a;
-    os << std::setw(18) << "" << "aliases: " << aliases << "\n";
+    print_aliases(os, 18, info.aliases);
   }
 }
 
@@ -31,6 +37,7 @@ void print_models(std::ostream& os) {
        << m.num_attention_heads << std::setw(8) << m.num_query_groups << std::setw(8) << m.ffn_hidden_size << std::setw(9)
        << (m.is_moe() ? std::to_string(m.num_experts) + "/" + std::to_string(m.moe_router_topk) : "-") << std::setw(8)
        << m.seq_length << std::fixed << std::setprecision(2) << static_cast<double>(m.total_params()) / 1e9 << "\n";
+    print_aliases(os, 16, model_preset_aliases(name));
   }
 }
 
@@ -40,8 +47,10 @@ void print_gpus(std::ostream& os) {
   for (const std::string& name : gpu_preset_names()) {
     const GpuSpec g = gpu_preset(name);
     os << std::left << std::setw(12) << name << std::setw(12) << g.peak_bf16_tflops << std::setw(11) << g.peak_fp8_tflops
-       << std::setw(10) << static_cast<double>(g.hbm_bytes) / (1024.0 * 1024 * 1024) << std::setw(12) << g.hbm_bandwidth_gbps
-       << std::setw(14) << g.nvlink_bandwidth_gbps << std::setw(10) << g.nic_bandwidth_gbps << g.gpus_per_node << "\n";
+       << std::setw(10) << std::fixed << std::setprecision(1) << static_cast<double>(g.hbm_bytes) / (1024.0 * 1024 * 1024)
+       << std::defaultfloat << std::setprecision(6) << std::setw(12) << g.hbm_bandwidth_gbps << std::setw(14)
+       << g.nvlink_bandwidth_gbps << std::setw(10) << g.nic_bandwidth_gbps << g.gpus_per_node << "\n";
+    print_aliases(os, 12, gpu_preset_aliases(name));
   }
 }
 

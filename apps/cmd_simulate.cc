@@ -1,5 +1,8 @@
 // `pipelab simulate` and `pipelab compare`: one configuration, one schedule or several side by side.
+#include <algorithm>
 #include <iostream>
+#include <optional>
+#include <string>
 #include <set>
 #include <sstream>
 
@@ -8,6 +11,7 @@
 #include "pipelab/base/error.h"
 #include "pipelab/reports/write.h"
 #include "pipelab/schedules/registry.h"
+#include "pipelab/sim/memory_advice.h"
 #include "sim_results.h"
 
 namespace pipelab::app {
@@ -45,6 +49,14 @@ void print_config_line(std::ostream& os, const ResolvedConfig& r) {
      << " microbatches=" << c.microbatches() << " seq=" << c.seq_length << " recompute=" << to_string(c.recompute) << "\n";
 }
 
+// For a configuration that does not fit: the nearest change that does, as the result states it.
+std::string advice_if_oom(const sim::SimulationRequest& request, const sim::SimulationOutcome& outcome) {
+  if (!outcome.oom || request.cost_model != sim::CostModelKind::Analytic) return "";
+  const std::optional<sim::MemoryAdvice> advice = sim::nearest_fitting_change(request);
+  return advice ? "nearest change that fits: " + advice->text()
+                : "no single change fits (tried recompute, precision-aware optimizer, micro-batch, FSDP, TP, PP, EP)";
+}
+
 }  // namespace
 
 void add_simulate_command(CLI::App& root, int& exit_code) {
@@ -57,11 +69,12 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--report", o->report_out, "Write a report here (.html, .md, .csv)");
   cmd->callback([o, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(o->config);
-    const sim::SimulationOutcome outcome = sim::simulate_config(make_request(o->config, resolved, o->schedule));
+    const sim::SimulationRequest request = make_request(o->config, resolved, o->schedule);
+    const sim::SimulationOutcome outcome = sim::simulate_config(request);
     print_config_line(std::cout, resolved);
     for (const auto& w : outcome.warnings) std::cerr << "pipelab: warning: " << w << "\n";
-    const reports::ReportInput result =
-        simulate_result(config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost), outcome);
+    const reports::ReportInput result = simulate_result(config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost),
+                                                        outcome, advice_if_oom(request, outcome));
     std::cout << reports::render_summary_text({result});
     if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);
     if (!o->trace_out.empty()) reports::write_report({result}, o->trace_out, "trace");
@@ -87,13 +100,16 @@ void add_compare_command(CLI::App& root, int& exit_code) {
     result.config["schedules"] = names;
     std::set<std::string> warnings;  // the layout's warnings, once (they do not depend on the schedule)
     for (const std::string& name : names) {
-      const std::string canonical = find_schedule(name).name;  // an unknown name is bad input
+      const ScheduleInfo& info = find_schedule(name);  // an unknown name is bad input
       try {
-        const sim::SimulationOutcome outcome = sim::simulate_config(make_request(o->config, resolved, name));
-        result.schedules.push_back(compare_entry(outcome));
+        sim::SimulationRequest request = make_request(o->config, resolved, name);
+        // One --vp is for the schedules that take any; ZB-V, DualPipeV and the vp=1 schedules run with their own.
+        if (info.fixed_vp) request.config.vp = 0;
+        const sim::SimulationOutcome outcome = sim::simulate_config(request);
+        result.schedules.push_back(simulated_entry(outcome, advice_if_oom(request, outcome)));
         warnings.insert(outcome.warnings.begin(), outcome.warnings.end());
       } catch (const InputError& e) {
-        result.schedules.push_back(compare_failure(canonical, e.what()));
+        result.schedules.push_back(compare_failure(info.name, e.what()));
       }
     }
     for (const auto& w : warnings) std::cerr << "pipelab: warning: " << w << "\n";
@@ -103,7 +119,11 @@ void add_compare_command(CLI::App& root, int& exit_code) {
       reports::write_report({result}, o->report_out, "");
       std::cout << "# report: " << o->report_out << "\n";
     }
-    exit_code = 0;
+    // A failed check when no schedule both applies and fits (docs/cli.md).
+    const bool any_fits = std::any_of(result.schedules.begin(), result.schedules.end(), [](const reports::ScheduleResult& s) {
+      return !s.failed() && !s.runs.front().summary.oom;
+    });
+    exit_code = any_fits ? 0 : 1;
   });
 }
 

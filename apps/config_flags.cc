@@ -81,6 +81,7 @@ void check_flag_products(const ConfigFlags& f) {
 }  // namespace
 
 void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
+  const std::size_t before = cmd->get_options().size();
   cmd->add_option("--model", c.model, "Model preset (pipelab list models) or a model JSON file")->capture_default_str();
   cmd->add_option("--gpu", c.gpu, "GPU preset (pipelab list gpus) or a GPU JSON file")->capture_default_str();
   cmd->add_option("--tp,--tensor-model-parallel-size", c.tp, "Tensor-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
@@ -109,10 +110,14 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
       ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_flag_callback("--bf16", [&c] { c.precision = "bf16"; }, "Megatron's --bf16: --precision bf16");
   cmd->add_option_function<std::string>(
-      "--fp8-format", [&c](const std::string&) { c.precision = "fp8"; }, "Megatron's --fp8-format hybrid|e4m3: --precision fp8");
+      "--fp8-format", [&c](const std::string&) { c.precision = "fp8"; }, "Megatron's --fp8-format hybrid|e4m3: --precision fp8")
+      ->check(CLI::IsMember({"hybrid", "e4m3"}));
   cmd->add_option("--megatron-args", c.unused_megatron_args,
                   "Arguments of a Megatron-LM launch script, as \"ARGS\" or @FILE: known flags apply, the rest are "
                   "listed as ignored; this command line's own flags win (docs/cli.md)");
+  cmd->add_option("--automodel-yaml", c.unused_automodel_yaml,
+                  "A NeMo AutoModel config (its distributed:, step_scheduler: and model: keys), read as the flags "
+                  "they mean; this command line's own flags win (docs/cli.md)");
   cmd->add_flag_callback("--sequence-parallel", [&c] { c.sequence_parallel = "on"; }, "Sequence parallel (default: on when tp > 1)");
   cmd->add_flag_callback("--no-sequence-parallel", [&c] { c.sequence_parallel = "off"; }, "No sequence parallel");
   cmd->add_flag("--no-distributed-optimizer", c.no_distributed_optimizer, "Replicate optimizer state over DP");
@@ -156,6 +161,8 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   add_model_override(cmd, c, "--qk-head-dim", "qk_head_dim", "MLA query/key head dim");
   add_model_override(cmd, c, "--qk-pos-emb-head-dim", "qk_pos_emb_head_dim", "MLA decoupled RoPE head dim");
   add_model_override(cmd, c, "--v-head-dim", "v_head_dim", "MLA value head dim");
+  add_model_override(cmd, c, "--hidden-dropout", "hidden_dropout", "Hidden dropout probability (masks kept when > 0)");
+  add_model_override(cmd, c, "--attention-dropout", "attention_dropout", "Attention dropout probability");
   add_model_override(cmd, c, "--normalization", "normalization", "layernorm | rmsnorm (Megatron: LayerNorm | RMSNorm)");
   add_model_override(cmd, c, "--position-embedding-type", "position_embedding_type", "learned_absolute | rope | none");
   cmd->add_flag_callback("--multi-latent-attention", [&c] { c.model_overrides.emplace_back("multi_latent_attention", "true"); },
@@ -177,6 +184,10 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--t-b", c.t_b_us, "Uniform cost: full backward time (us); default t-i + t-w")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--t-fb", c.t_fb_us, "Uniform cost: overlapped F&B unit (us); default t-f + t-b")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--t-comm", c.t_comm_us, "Uniform cost: one P2P transfer (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
+  // Apply each flag as it is read, so that of two flags setting one field (--bf16 / --fp8-format,
+  // --overlap-grad-reduce / --no-overlap-grad-reduce) the later on the command line wins.
+  const std::vector<CLI::Option*> options = cmd->get_options();
+  for (std::size_t i = before; i < options.size(); ++i) options[i]->trigger_on_parse();
 }
 
 ResolvedConfig resolve_flags(const ConfigFlags& f) {

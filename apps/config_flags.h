@@ -28,10 +28,12 @@ struct ConfigFlags {
   bool no_distributed_optimizer = false;
   std::string stage_layers;  // "2,3,3,3,2,3,3,3"
   bool softmax_stored = false;
-  // Megatron-named model and layout overrides, applied in command-line order: (field, value).
+  // Megatron-named model and layout overrides, applied in command-line order (every config flag
+  // triggers on parse): (field, value).
   std::vector<std::pair<std::string, std::string>> model_overrides;
   std::vector<std::pair<std::string, std::string>> parallel_overrides;
-  std::string unused_megatron_args;  // --megatron-args is expanded in main() before parsing
+  // --megatron-args and --automodel-yaml are expanded in main() before parsing (pasted_args.h).
+  std::string unused_megatron_args, unused_automodel_yaml;
   // Cost model.
   std::string cost = "analytic";
   double t_f_us = 1000, t_i_us = 1000, t_w_us = 1000, t_b_us = -1, t_fb_us = -1, t_comm_us = 0;

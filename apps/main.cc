@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "megatron_args.h"
+#include "pasted_args.h"
 #include "pipelab/base/error.h"
 
 namespace {
@@ -18,7 +18,7 @@ using pipelab::app::ExpandedArgs;
 void print_pasted_notes(const ExpandedArgs& e) {
   auto print = [](const char* what, const std::vector<std::string>& words) {
     if (words.empty()) return;
-    std::cerr << "pipelab: --megatron-args: " << what << ":";
+    std::cerr << "pipelab: pasted arguments: " << what << ":";
     for (const std::string& w : words) std::cerr << " " << w;
     std::cerr << "\n";
   };
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   pipelab::app::add_run_command(root, exit_code);
   try {
     const ExpandedArgs expanded =
-        pipelab::app::expand_megatron_args(root, std::vector<std::string>(argv + 1, argv + argc));
+        pipelab::app::expand_pasted_args(root, std::vector<std::string>(argv + 1, argv + argc));
     print_pasted_notes(expanded);
     std::vector<std::string> reversed(expanded.args.rbegin(), expanded.args.rend());  // CLI11 pops from the back
     root.parse(reversed);

@@ -15,7 +15,7 @@ reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o) {
                                .tokens_per_iteration = o.tokens_per_iteration};
   for (const sim::StaticMemory& m : o.static_memory) {
     facts.static_memory_bytes.push_back(m.total());
-    facts.static_parts.push_back({m.params_bytes, m.grads_bytes, m.optimizer_bytes});
+    facts.static_parts.push_back({m.params_bytes, m.grads_bytes, m.optimizer_bytes, m.comm_buffers_bytes});
   }
   facts.activation_steps = activation_steps(o.result.memory);
   return reports::make_timeline_result(std::move(facts), o.metrics, o.throughput);
@@ -41,17 +41,23 @@ nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const Par
   return {{"model", to_json(model)}, {"gpu", to_json(gpu)}, {"parallel", parallel}, {"cost_model", cost_model}};
 }
 
-reports::ReportInput simulate_result(nlohmann::json config, const sim::SimulationOutcome& o) {
+reports::ReportInput simulate_result(nlohmann::json config, const sim::SimulationOutcome& o,
+                                     const std::string& memory_advice) {
   config["schedule"] = o.schedule;
   config["parallel"]["vp"] = o.config.vp;
   config["warnings"] = o.warnings;
-  reports::ScheduleResult s{.schedule = o.schedule};
-  s.runs.push_back(simulated_timeline(o));
+  reports::ScheduleResult s = simulated_entry(o, memory_advice);
+  s.vp = 0;  // written in config.parallel.vp
+  s.warnings.clear();  // written in config.warnings
   return {.name = "", .kind = "simulate", .config = std::move(config), .schedules = {std::move(s)}};
 }
 
-reports::ScheduleResult compare_entry(const sim::SimulationOutcome& o) {
-  reports::ScheduleResult s{.schedule = o.schedule, .vp = o.config.vp, .warnings = o.warnings};
+reports::ScheduleResult simulated_entry(const sim::SimulationOutcome& o, const std::string& memory_advice) {
+  reports::ScheduleResult s{.schedule = o.schedule,
+                            .vp = o.config.vp,
+                            .warnings = o.warnings,
+                            .pipeline_layout = o.pipeline_layout,
+                            .memory_advice = memory_advice};
   s.runs.push_back(simulated_timeline(o));
   return s;
 }

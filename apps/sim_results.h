@@ -24,11 +24,13 @@ nlohmann::json config_json(const ModelSpec& model, const GpuSpec& gpu, const Par
 std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> activation_steps(
     const std::vector<std::vector<sim::MemorySample>>& memory);
 
-/// A `simulate` result: `config` plus the schedule, its chunks per rank and the layout's warnings.
-reports::ReportInput simulate_result(nlohmann::json config, const sim::SimulationOutcome& outcome);
+/// A `simulate` result: `config` plus the schedule, its chunks per rank and the layout's warnings;
+/// `memory_advice` says what fits instead when the outcome is out of memory ("" otherwise).
+reports::ReportInput simulate_result(nlohmann::json config, const sim::SimulationOutcome& outcome,
+                                     const std::string& memory_advice);
 
-/// One schedule of a `compare` result: its outcome, or the error that kept it from running.
-reports::ScheduleResult compare_entry(const sim::SimulationOutcome& outcome);
+/// One simulated schedule (of a `compare` result): outcome, layout, chunks per rank, advice.
+reports::ScheduleResult simulated_entry(const sim::SimulationOutcome& outcome, const std::string& memory_advice);
 reports::ScheduleResult compare_failure(const std::string& schedule, const std::string& error);
 
 }  // namespace pipelab::app

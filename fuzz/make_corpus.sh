@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 pipelab="${1:-build/apps/pipelab}"
 out=fuzz/corpus
 rm -rf "$out"
-mkdir -p "$out"/{schedule_json,schedule_csv,model_spec,gpu_spec,profile,pipeline_layout,result,megatron_args}
+mkdir -p "$out"/{schedule_json,schedule_csv,model_spec,gpu_spec,profile,pipeline_layout,result,pasted_args}
 
 for s in gpipe 1f1b interleaved-1f1b zb-h1 zb-v dualpipe dualpipev; do
   vp=1
@@ -35,7 +35,7 @@ model=(--model llama3-8b --tp 1 --pp 2 --dp 1 --microbatches 2 --num-layers 4)
 printf '%s' 'Et|(tt|)*3,m|L' > "$out/pipeline_layout/megatron"
 printf '%s' 'Ettt|tttt|tttt|tttL' > "$out/pipeline_layout/plain"
 printf '%s' 'E|t*3|(t|)*2tL' > "$out/pipeline_layout/repeats"
-cp tests/data/apps/megatron_llama3_70b.sh "$out/megatron_args/llama3_70b.sh"
+cp tests/data/apps/megatron_llama3_70b.sh "$out/pasted_args/llama3_70b.sh"
 printf '%s' '--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num_layers 8 --micro-batch-size 1 --global-batch-size 16' \
-  > "$out/megatron_args/short"
+  > "$out/pasted_args/short"
 echo "fuzz corpora: $(find "$out" -type f | wc -l) seeds in $out ($(du -sh "$out" | cut -f1))"

@@ -47,16 +47,14 @@ const std::array kFields = {
     Field{"nic_latency_ns", &GpuSpec::nic_latency_ns, true},
     Field{"kernel_launch_overhead_ns", &GpuSpec::kernel_launch_overhead_ns, true},
     Field{"gemm_efficiency_curve", &GpuSpec::gemm_efficiency_curve, true},
+    Field{"fp8_gemm_efficiency_curve", &GpuSpec::fp8_gemm_efficiency_curve},  // absent = the BF16 curve
+    Field{"sm_count", &GpuSpec::sm_count},                                    // absent = 0, unknown
     Field{"memory_bandwidth_efficiency", &GpuSpec::memory_bandwidth_efficiency, true},
     Field{"collective_efficiency", &GpuSpec::collective_efficiency, true},
     Field{"reserved_memory_bytes", &GpuSpec::reserved_memory_bytes, true},
 };
 
-
-}  // namespace
-
-double GpuSpec::gemm_efficiency(double flops) const {
-  const auto& curve = gemm_efficiency_curve;
+double curve_efficiency(const std::vector<GemmEfficiencyPoint>& curve, double flops) {
   if (curve.empty()) return 1.0;
   if (flops <= curve.front().flops) return curve.front().efficiency;
   if (flops >= curve.back().flops) return curve.back().efficiency;
@@ -70,14 +68,6 @@ double GpuSpec::gemm_efficiency(double flops) const {
   return curve.back().efficiency;
 }
 
-double GpuSpec::peak_tflops(Precision precision) const {
-  if (precision == Precision::kBf16) return peak_bf16_tflops;
-  if (peak_fp8_tflops <= 0) throw ConfigError("gpu '" + name + "' has no FP8 tensor cores (peak_fp8_tflops=0)");
-  return peak_fp8_tflops;
-}
-
-namespace {
-
 // The ranges of a GPU's numbers (docs/validation.md, "Limits"): each a factor of 1000 or more
 // beyond any GPU built, in both directions, so that a finite but absurd value (a peak of 1e-300
 // TFLOPS, a latency of 1e300 ns) is refused here instead of turning into times no clock can hold.
@@ -87,9 +77,45 @@ constexpr double kMinEfficiency = 1e-3;                   // achieved / peak
 constexpr double kMaxGemmFlops = 1e30;                    // an efficiency-curve point
 constexpr std::int64_t kMaxHbmBytes = std::int64_t{1} << 50;  // 1 PiB
 constexpr int kMaxGpusPerNode = 1 << 16;
+constexpr int kMaxSmCount = 1 << 16;
 constexpr std::size_t kMaxCurvePoints = 1000;
 
+// A curve's points (1 to kMaxCurvePoints of them when required, else 0 or that many): FLOPs in
+// (0, kMaxGemmFlops], strictly increasing, efficiencies in [kMinEfficiency, 1].
+void check_curve(const std::vector<GemmEfficiencyPoint>& curve, std::string_view field, bool required, std::vector<std::string>& errors) {
+  if ((required && curve.empty()) || curve.size() > kMaxCurvePoints) {
+    errors.push_back(std::string(field) + " must have " + (required ? "1" : "0") + " to " + std::to_string(kMaxCurvePoints) +
+                     " points, got " + std::to_string(curve.size()));
+  }
+  for (std::size_t i = 0; i < curve.size() && i < kMaxCurvePoints; ++i) {
+    const auto& point = curve[i];
+    const std::string at = std::string(field) + "[" + std::to_string(i) + "]";
+    if (!(point.flops > 0 && point.flops <= kMaxGemmFlops)) {
+      errors.push_back(at + ".flops=" + number_text(point.flops) + " must be positive and at most " + number_text(kMaxGemmFlops));
+    }
+    if (!(point.efficiency >= kMinEfficiency && point.efficiency <= 1)) {
+      errors.push_back(at + ".efficiency=" + number_text(point.efficiency) + " must be in [" + number_text(kMinEfficiency) + ", 1]");
+    }
+    if (i > 0 && !(point.flops > curve[i - 1].flops)) {
+      errors.push_back(at + ".flops=" + number_text(point.flops) + " must be greater than the previous point's");
+    }
+  }
+}
+
 }  // namespace
+
+double GpuSpec::gemm_efficiency(double flops) const { return curve_efficiency(gemm_efficiency_curve, flops); }
+
+double GpuSpec::gemm_efficiency(double flops, Precision precision) const {
+  const bool fp8_curve = precision == Precision::kFp8 && !fp8_gemm_efficiency_curve.empty();
+  return curve_efficiency(fp8_curve ? fp8_gemm_efficiency_curve : gemm_efficiency_curve, flops);
+}
+
+double GpuSpec::peak_tflops(Precision precision) const {
+  if (precision == Precision::kBf16) return peak_bf16_tflops;
+  if (peak_fp8_tflops <= 0) throw ConfigError("gpu '" + name + "' has no FP8 tensor cores (peak_fp8_tflops=0)");
+  return peak_fp8_tflops;
+}
 
 void validate(const GpuSpec& g, std::string_view context) {
   std::vector<std::string> errors;
@@ -109,20 +135,13 @@ void validate(const GpuSpec& g, std::string_view context) {
   within("nvlink_latency_ns", g.nvlink_latency_ns, 0, kMaxLatencyNs);
   within("nic_latency_ns", g.nic_latency_ns, 0, kMaxLatencyNs);
   within("kernel_launch_overhead_ns", g.kernel_launch_overhead_ns, 0, kMaxLatencyNs);
-  if (g.gemm_efficiency_curve.empty() || g.gemm_efficiency_curve.size() > kMaxCurvePoints) {
-    errors.push_back("gemm_efficiency_curve must have 1 to " + std::to_string(kMaxCurvePoints) + " points, got " +
-                     std::to_string(g.gemm_efficiency_curve.size()));
+  check_curve(g.gemm_efficiency_curve, "gemm_efficiency_curve", true, errors);
+  check_curve(g.fp8_gemm_efficiency_curve, "fp8_gemm_efficiency_curve", false, errors);
+  if (!g.fp8_gemm_efficiency_curve.empty() && g.peak_fp8_tflops <= 0) {
+    errors.push_back("fp8_gemm_efficiency_curve needs peak_fp8_tflops > 0");
   }
-  for (std::size_t i = 0; i < g.gemm_efficiency_curve.size() && i < kMaxCurvePoints; ++i) {
-    const auto& point = g.gemm_efficiency_curve[i];
-    const std::string at = "gemm_efficiency_curve[" + std::to_string(i) + "]";
-    if (!(point.flops > 0 && point.flops <= kMaxGemmFlops)) {
-      errors.push_back(at + ".flops=" + number_text(point.flops) + " must be positive and at most " + number_text(kMaxGemmFlops));
-    }
-    within(at + ".efficiency", point.efficiency, kMinEfficiency, 1);
-    if (i > 0 && !(point.flops > g.gemm_efficiency_curve[i - 1].flops)) {
-      errors.push_back(at + ".flops=" + number_text(point.flops) + " must be greater than the previous point's");
-    }
+  if (g.sm_count < 0 || g.sm_count > kMaxSmCount) {
+    errors.push_back("sm_count=" + std::to_string(g.sm_count) + " must be in [0, " + std::to_string(kMaxSmCount) + "] (0 = unknown)");
   }
   within("memory_bandwidth_efficiency", g.memory_bandwidth_efficiency, kMinEfficiency, 1);
   within("collective_efficiency", g.collective_efficiency, kMinEfficiency, 1);

@@ -16,7 +16,7 @@
 namespace pipelab {
 namespace {
 
-using Field = detail::Field<ModelSpec, int, bool, std::string>;
+using Field = detail::Field<ModelSpec, int, bool, std::string, double>;
 
 // One row per JSON key, in documentation order; drives from_json, to_json and apply_override.
 const std::array kFields = {
@@ -36,6 +36,8 @@ const std::array kFields = {
     Field{"add_bias_linear", &ModelSpec::add_bias_linear},
     Field{"add_qkv_bias", &ModelSpec::add_qkv_bias},
     Field{"qk_layernorm", &ModelSpec::qk_layernorm},
+    Field{"hidden_dropout", &ModelSpec::hidden_dropout},
+    Field{"attention_dropout", &ModelSpec::attention_dropout},
     Field{"window_size", &ModelSpec::window_size},
     Field{"window_attn_skip_freq", &ModelSpec::window_attn_skip_freq},
     Field{"num_experts", &ModelSpec::num_experts},
@@ -260,6 +262,9 @@ void validate(const ModelSpec& m, std::string_view context) {
     if (value < 0) errors.push_back(std::string(field) + "=" + str(value) + " must be >= 0");
   };
   if (m.name.empty()) errors.push_back("name must not be empty");
+  for (const auto& [field, p] : {std::pair{"hidden_dropout", m.hidden_dropout}, std::pair{"attention_dropout", m.attention_dropout}}) {
+    if (!(p >= 0 && p < 1)) errors.push_back(std::string(field) + "=" + std::to_string(p) + " must be in [0, 1)");
+  }
   positive("num_layers", m.num_layers);
   positive("hidden_size", m.hidden_size);
   positive("ffn_hidden_size", m.ffn_hidden_size);

@@ -28,6 +28,14 @@ constexpr std::array<EnumName<Sharding>, 4> kShardingNames = {{{Sharding::kNoSha
                                                               {Sharding::kOptimGrads, "optim_grads"},
                                                               {Sharding::kOptimGradsParams, "optim_grads_params"}}};
 constexpr std::array<EnumName<Fsdp>, 3> kFsdpNames = {{{Fsdp::kNone, "none"}, {Fsdp::kMegatron, "megatron"}, {Fsdp::kTorch, "torch"}}};
+constexpr std::array<EnumName<Fp8Recipe>, 4> kFp8RecipeNames = {{{Fp8Recipe::kDelayed, "delayed"},
+                                                                {Fp8Recipe::kTensorwise, "tensorwise"},
+                                                                {Fp8Recipe::kBlockwise, "blockwise"},
+                                                                {Fp8Recipe::kMxfp8, "mxfp8"}}};
+constexpr std::array<EnumName<MoeDispatcher>, 3> kMoeDispatcherNames = {
+    {{MoeDispatcher::kAllgather, "allgather"}, {MoeDispatcher::kAlltoall, "alltoall"}, {MoeDispatcher::kFlex, "flex"}}};
+constexpr std::array<EnumName<CpCommType>, 3> kCpCommTypeNames = {
+    {{CpCommType::kP2p, "p2p"}, {CpCommType::kAllGather, "all_gather"}, {CpCommType::kA2a, "a2a"}}};
 
 }  // namespace
 
@@ -43,6 +51,12 @@ template <>
 struct ValueCodec<Sharding> : NamedEnumCodec<Sharding, parse_sharding> {};
 template <>
 struct ValueCodec<Fsdp> : NamedEnumCodec<Fsdp, parse_fsdp> {};
+template <>
+struct ValueCodec<Fp8Recipe> : NamedEnumCodec<Fp8Recipe, parse_fp8_recipe> {};
+template <>
+struct ValueCodec<MoeDispatcher> : NamedEnumCodec<MoeDispatcher, parse_moe_dispatcher> {};
+template <>
+struct ValueCodec<CpCommType> : NamedEnumCodec<CpCommType, parse_cp_comm_type> {};
 
 /// A list of names: a JSON array of strings; on a command line comma- or space-separated.
 template <>
@@ -98,7 +112,7 @@ struct ValueCodec<std::vector<int>> {
 namespace {
 
 using Field = detail::Field<ParallelConfig, int, std::optional<bool>, Recompute, bool, std::vector<int>, Precision, RecomputeMethod,
-                            std::vector<std::string>, std::string, Sharding, Fsdp, double>;
+                            std::vector<std::string>, std::string, Sharding, Fsdp, double, Fp8Recipe, MoeDispatcher, CpCommType>;
 
 // One row per JSON key; drives from_json, to_json and apply_override. Only gbs is required.
 const std::array kFields = {
@@ -135,6 +149,14 @@ const std::array kFields = {
     Field{"use_precision_aware_optimizer", &ParallelConfig::use_precision_aware_optimizer},
     Field{"fp8_param_gather", &ParallelConfig::fp8_param_gather},
     Field{"optimizer_offload_fraction", &ParallelConfig::optimizer_offload_fraction},
+    Field{"fp8_recipe", &ParallelConfig::fp8_recipe},
+    Field{"moe_token_dispatcher_type", &ParallelConfig::moe_token_dispatcher_type},
+    Field{"moe_flex_dispatcher_backend", &ParallelConfig::moe_flex_dispatcher_backend},
+    Field{"overlap_moe_expert_parallel_comm", &ParallelConfig::overlap_moe_expert_parallel_comm},
+    Field{"delay_wgrad_compute", &ParallelConfig::delay_wgrad_compute},
+    Field{"moe_load_imbalance", &ParallelConfig::moe_load_imbalance},
+    Field{"tp_comm_overlap", &ParallelConfig::tp_comm_overlap},
+    Field{"cp_comm_type", &ParallelConfig::cp_comm_type},
 };
 
 const std::vector<std::string>& parallel_keys() {
@@ -189,10 +211,22 @@ std::string_view to_string(Sharding sharding) { return name_of(kShardingNames, s
 Sharding parse_sharding(std::string_view text) { return parse_name(kShardingNames, "data_parallel_sharding_strategy", text); }
 std::string_view to_string(Fsdp fsdp) { return name_of(kFsdpNames, fsdp); }
 Fsdp parse_fsdp(std::string_view text) { return parse_name(kFsdpNames, "fsdp", text); }
+std::string_view to_string(Fp8Recipe recipe) { return name_of(kFp8RecipeNames, recipe); }
+Fp8Recipe parse_fp8_recipe(std::string_view text) { return parse_name(kFp8RecipeNames, "fp8_recipe", text); }
+std::string_view to_string(MoeDispatcher dispatcher) { return name_of(kMoeDispatcherNames, dispatcher); }
+MoeDispatcher parse_moe_dispatcher(std::string_view text) { return parse_name(kMoeDispatcherNames, "moe_token_dispatcher_type", text); }
+std::string_view to_string(CpCommType type) { return name_of(kCpCommTypeNames, type); }
+CpCommType parse_cp_comm_type(std::string_view text) { return parse_name(kCpCommTypeNames, "cp_comm_type", text); }
 
 const std::vector<std::string>& recompute_module_names() {
   static const std::vector<std::string> names = {"core_attn", "mlp", "moe", "moe_act", "layernorm", "mla_up_proj", "shared_experts"};
   return names;
+}
+
+bool ParallelConfig::recomputes_module(std::string_view module) const {
+  if (recompute != Recompute::kSelective) return false;
+  if (recompute_modules.empty()) return module == "core_attn";
+  return std::find(recompute_modules.begin(), recompute_modules.end(), module) != recompute_modules.end();
 }
 
 int ParallelConfig::expert_dp() const {
@@ -273,6 +307,14 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (!(c.optimizer_offload_fraction >= 0 && c.optimizer_offload_fraction <= 1)) {
     error("optimizer_offload_fraction", "fraction",
           "optimizer_offload_fraction=" + std::to_string(c.optimizer_offload_fraction) + " must be within [0, 1]");
+  }
+  if (!(c.moe_load_imbalance >= 1 && c.moe_load_imbalance <= 64)) {
+    error("moe_load_imbalance", "range",
+          "moe_load_imbalance=" + std::to_string(c.moe_load_imbalance) + " must be within [1, 64] (busiest rank's tokens / the mean)");
+  }
+  if (c.moe_flex_dispatcher_backend != "deepep" && c.moe_flex_dispatcher_backend != "hybridep") {
+    error("moe_flex_dispatcher_backend", "name",
+          "moe_flex_dispatcher_backend='" + c.moe_flex_dispatcher_backend + "' must be deepep or hybridep");
   }
   if (!out.ok()) return out;
 
@@ -374,12 +416,23 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
           "num_distributed_optimizer_instances=" + str(instances) + " must divide dp*cp=" + str(dp * c.cp));
   }
   if (c.fsdp == Fsdp::kTorch && (c.pp > 1 || c.ep > 1)) {
-    error("fsdp", "torch_fsdp2_alone",
-          "fsdp=torch (--use-torch-fsdp2) needs pp=1 and ep=1 (Megatron's rule), got pp=" + str(c.pp) + ", ep=" + str(c.ep));
+    // torchtitan and NeMo AutoModel run FSDP2 beside PP and EP; Megatron-LM's integration does not.
+    warn("fsdp", "torch_fsdp2_with_pp_or_ep",
+         "fsdp=torch with pp=" + str(c.pp) + ", ep=" + str(c.ep) + ": Megatron-LM's --use-torch-fsdp2 refuses pp>1 or ep>1 "
+         "(torchtitan and NeMo AutoModel run it; simulated as they do)");
   }
   if (c.fsdp == Fsdp::kNone && c.fp8_param_gather == true && !c.distributed_optimizer) {
     error("fp8_param_gather", "fp8_param_gather_needs_sharding",
           "fp8_param_gather needs the distributed optimizer or FSDP (the FP8 copy is what the all-gather moves)");
+  }
+
+  // MoE all-to-all overlap (Megatron's rules for --overlap-moe-expert-parallel-comm).
+  if (c.overlap_moe_expert_parallel_comm && c.ep <= 1) {
+    error("overlap_moe_expert_parallel_comm", "needs_ep", "overlap_moe_expert_parallel_comm needs ep > 1, got ep=" + str(c.ep));
+  }
+  if (c.overlap_moe_expert_parallel_comm && c.pp > 1 && c.vp <= 1) {
+    warn("overlap_moe_expert_parallel_comm", "needs_vp",
+         "overlap_moe_expert_parallel_comm with pp=" + str(c.pp) + " needs vp > 1 in Megatron (it merges F and B of adjacent microbatches)");
   }
 
   // Recompute options belong to one granularity each.

@@ -79,6 +79,20 @@ constexpr PresetAlias kModelAliases[] = {
     {"mixtral-8x7b-v0.1", "mixtral-8x7b"},
     {"qwen3-30b", "qwen3-30b-a3b"},
     {"qwen3-235b", "qwen3-235b-a22b"},
+    // Hugging Face model ids, as NeMo AutoModel configs and torchtitan name them.
+    {"meta-llama/Meta-Llama-3-8B", "llama3-8b"},
+    {"meta-llama/Llama-3.1-8B", "llama3-8b"},
+    {"meta-llama/Meta-Llama-3-70B", "llama3-70b"},
+    {"meta-llama/Llama-3.1-70B", "llama3-70b"},
+    {"meta-llama/Llama-3.1-405B", "llama3.1-405b"},
+    {"meta-llama/Llama-2-7b-hf", "llama2-7b"},
+    {"meta-llama/Llama-2-70b-hf", "llama2-70b"},
+    {"mistralai/Mixtral-8x7B-v0.1", "mixtral-8x7b"},
+    {"Qwen/Qwen3-30B-A3B", "qwen3-30b-a3b"},
+    {"Qwen/Qwen3-235B-A22B", "qwen3-235b-a22b"},
+    {"Qwen/Qwen2.5-7B", "qwen2.5-7b"},
+    {"deepseek-ai/DeepSeek-V3", "deepseek-v3"},
+    {"openai/gpt-oss-120b", "gpt-oss-120b"},
 };
 
 /// The key a name or alias is looked up by: trimmed, lower case, spaces and underscores as dashes

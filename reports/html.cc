@@ -167,13 +167,19 @@ void legend(std::ostringstream& os) {
 void rank_table(std::ostringstream& os, const TimelineResult& run, bool several) {
   if (run.ranks.empty()) return;
   const std::int64_t cap = run.summary.memory_capacity_bytes;
+  // Simulated results split static memory into its parts (the memory model's); others give the sum.
+  const bool parts = std::all_of(run.ranks.begin(), run.ranks.end(), [](const RankRow& r) { return r.static_parts.has_value(); });
+  const char* const static_headers = parts ? "<th class=\"num\">weights</th><th class=\"num\">main grads</th>"
+                                             "<th class=\"num\">optimizer</th><th class=\"num\">FSDP buffers</th>"
+                                           : "<th class=\"num\">static memory</th>";
   os << "<details class=\"ranks\"" << (run.ranks.size() <= 16 ? " open" : "") << "><summary>Per rank"
      << (several ? " (" + html_escape(run.source) + ")" : "") << "</summary><table class=\"ranks\" data-source=\""
      << attr(run.source) << "\"><thead><tr><th>rank</th><th class=\"num\">busy</th><th class=\"num\">idle</th>"
-     << "<th class=\"num\">comm</th><th class=\"num\">exposed comm</th><th class=\"num\">static memory</th>"
+     << "<th class=\"num\">comm</th><th class=\"num\">exposed comm</th>" << static_headers
      << "<th class=\"num\">peak activations</th><th class=\"num\">peak memory</th></tr><tr class=\"units\"><th></th>"
-     << "<th class=\"num\">(ms)</th><th class=\"num\">(ms)</th><th class=\"num\">(ms)</th><th class=\"num\">(ms)</th>"
-     << "<th class=\"num\">(GiB)</th><th class=\"num\">(GiB)</th><th class=\"num\">(GiB)</th></tr></thead><tbody>";
+     << "<th class=\"num\">(ms)</th><th class=\"num\">(ms)</th><th class=\"num\">(ms)</th><th class=\"num\">(ms)</th>";
+  for (int i = 0; i < (parts ? 4 : 1) + 2; ++i) os << "<th class=\"num\">(GiB)</th>";
+  os << "</tr></thead><tbody>";
   double max_ms = 0;
   for (const RankRow& r : run.ranks) max_ms = std::max({max_ms, r.busy_ns / 1e6, r.idle_ns / 1e6, r.comm_ns / 1e6});
   const int d = decimals_for(max_ms);
@@ -181,8 +187,16 @@ void rank_table(std::ostringstream& os, const TimelineResult& run, bool several)
     const bool over = cap > 0 && r.peak_memory_bytes > cap;
     os << "<tr data-rank=\"" << r.rank << "\"><td>" << r.rank << "</td><td class=\"num\">" << fixed(r.busy_ns / 1e6, d)
        << "</td><td class=\"num\">" << fixed(r.idle_ns / 1e6, d) << "</td><td class=\"num\">" << fixed(r.comm_ns / 1e6, d)
-       << "</td><td class=\"num\">" << fixed(r.exposed_comm_ns / 1e6, d) << "</td><td class=\"num\">"
-       << fixed(r.static_memory_bytes / kGiB, 2) << "</td><td class=\"num\">" << fixed(r.peak_activation_bytes / kGiB, 2)
+       << "</td><td class=\"num\">" << fixed(r.exposed_comm_ns / 1e6, d) << "</td>";
+    if (parts) {
+      for (const std::int64_t bytes : {r.static_parts->params_bytes, r.static_parts->grads_bytes, r.static_parts->optimizer_bytes,
+                                       r.static_parts->comm_buffers_bytes}) {
+        os << "<td class=\"num\">" << fixed(bytes / kGiB, 2) << "</td>";
+      }
+    } else {
+      os << "<td class=\"num\">" << fixed(r.static_memory_bytes / kGiB, 2) << "</td>";
+    }
+    os << "<td class=\"num\">" << fixed(r.peak_activation_bytes / kGiB, 2)
        << "</td><td class=\"num" << (over ? " oom" : "") << "\">" << fixed(r.peak_memory_bytes / kGiB, 2)
        << (over ? "<span class=\"oom-badge\">OOM</span>" : "") << "</td></tr>";
   }
@@ -205,6 +219,11 @@ void schedule_section(std::ostringstream& os, const ComparisonTable& t, const Re
          << r.text[kExposedComm] << " ms</p>";
     }
   }
+  if (!s.pipeline_layout.empty()) {
+    os << "<p class=\"stats layout\">layout (Megatron --pipeline-model-parallel-layout): <code>" << html_escape(s.pipeline_layout)
+       << "</code></p>";
+  }
+  if (!s.memory_advice.empty()) os << "<p class=\"stats advice error-text\">does not fit; " << html_escape(s.memory_advice) << "</p>";
   const TimeAxis axis = schedule_axis(s);  // once: the timeline and the memory charts share it
   os << "<div class=\"card\">";
   timeline_svg(os, in, s, axis);

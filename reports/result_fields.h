@@ -49,10 +49,11 @@ inline constexpr std::array<Field<RankRow>, 9> kRankFields{{
 }};
 
 // Written into the rank's object beside kRankFields, for simulated timelines.
-inline constexpr std::array<Field<StaticMemoryParts>, 3> kStaticPartsFields{{
+inline constexpr std::array<Field<StaticMemoryParts>, 4> kStaticPartsFields{{
     {"params_bytes", &StaticMemoryParts::params_bytes},
     {"grads_bytes", &StaticMemoryParts::grads_bytes},
     {"optimizer_bytes", &StaticMemoryParts::optimizer_bytes},
+    {"comm_buffers_bytes", &StaticMemoryParts::comm_buffers_bytes, false},
 }};
 
 }  // namespace pipelab::reports::detail

@@ -130,6 +130,12 @@ TimelineResult read_timeline_result(const JsonReader& r, std::string source) {
   return t;
 }
 
+// The optional fields write_simulated_extras adds (result_write.cc).
+void read_simulated_extras(const JsonReader& r, ScheduleResult& s) {
+  s.pipeline_layout = r.get_string("pipeline_layout", "");
+  s.memory_advice = r.get_string("memory_advice", "");
+}
+
 // A compare entry: a simulated schedule, or the error that kept it from running.
 ScheduleResult read_compared_schedule(const JsonReader& r) {
   ScheduleResult s;
@@ -143,6 +149,7 @@ ScheduleResult read_compared_schedule(const JsonReader& r) {
   s.runs.push_back(read_timeline_result(r, "simulated"));
   s.vp = static_cast<int>(r.get_integral("vp", 0));
   if (r.has("warnings")) s.warnings = r.array("warnings", "an array of strings").strings();
+  read_simulated_extras(r, s);
   return s;
 }
 
@@ -221,6 +228,7 @@ ReportInput load(const json& j, const std::string& name, const std::string& labe
     ScheduleResult s;
     s.schedule = config.get_string("schedule");
     s.runs.push_back(read_timeline_result(top, "simulated"));
+    read_simulated_extras(top, s);
     in.schedules.push_back(std::move(s));
   } else if (in.kind == "compare") {
     in.schedules = top.array("results", "an array").objects(read_compared_schedule);

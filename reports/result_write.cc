@@ -85,6 +85,13 @@ const ScheduleResult& only_schedule(const ReportInput& r) {
   return r.schedules.front();
 }
 
+// What simulate and compare add to a simulated timeline: the layout and, when it does not fit,
+// the nearest change that does (read back by read_simulated_extras).
+void write_simulated_extras(const ScheduleResult& s, json& j) {
+  if (!s.pipeline_layout.empty()) j["pipeline_layout"] = s.pipeline_layout;
+  if (!s.memory_advice.empty()) j["memory_advice"] = s.memory_advice;
+}
+
 }  // namespace
 
 json to_json(const ReportInput& r) {
@@ -93,6 +100,7 @@ json to_json(const ReportInput& r) {
     const ScheduleResult& s = only_schedule(r);
     if (s.runs.size() != 1) throw InputError("a simulate result holds one timeline, this one " + std::to_string(s.runs.size()));
     j.update(timeline_result_json(s.runs.front()));
+    write_simulated_extras(s, j);
   } else if (r.kind == "compare") {
     json results = json::array();
     for (const ScheduleResult& s : r.schedules) {
@@ -105,6 +113,7 @@ json to_json(const ReportInput& r) {
       entry["schedule"] = s.schedule;
       entry["vp"] = s.vp;
       entry["warnings"] = s.warnings;
+      write_simulated_extras(s, entry);
       results.push_back(std::move(entry));
     }
     j["results"] = std::move(results);

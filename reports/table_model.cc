@@ -112,6 +112,8 @@ Verdict count_line(const ComparisonTable& t) {
   return {line, true, /*judged=*/false};
 }
 
+}  // namespace
+
 Verdict memory_verdict(const ComparisonTable& t) {
   std::vector<std::string> over;
   std::set<std::int64_t> capacities;
@@ -122,17 +124,19 @@ Verdict memory_verdict(const ComparisonTable& t) {
   std::string cap;
   if (capacities.size() == 1) cap = " " + fixed(static_cast<double>(*capacities.begin()) / kGiB, 2) + " GiB";
   Verdict v;
-  if (over.empty()) {
-    v.text = "memory: every rank fits in" + (cap.empty() ? " its GPU" : cap);
-  } else {
+  const std::size_t fit = t.rows.size() - over.size();
+  v.text = "memory: " + std::to_string(fit) + " of " + std::to_string(t.rows.size()) + (fit == 1 ? " fits" : " fit") + " in" +
+           (cap.empty() ? " its GPU" : cap);
+  if (!over.empty()) {
     std::string names;
     for (const std::string& n : over) names += (names.empty() ? "" : ", ") + n;
-    v.text = "memory: " + std::to_string(over.size()) + " of " + std::to_string(t.rows.size()) + " over capacity" +
-             cap + " (" + names + ")";
+    v.text += "; over: " + names;
     v.ok = false;
   }
   return v;
 }
+
+namespace {
 
 Verdict fidelity_verdict(const std::vector<FidelityRow>& rows) {
   std::size_t within = 0;

@@ -39,7 +39,7 @@ const std::vector<ScheduleInfo>& schedule_registry() {
        .fixed_vp = true,
        .splits_backward = false},
       {.name = "interleaved-1f1b",
-       .aliases = {"interleaved1f1b", "Interleaved1F1B", "vpp", "virtual-pipeline"},
+       .aliases = {"interleaved", "interleaved1f1b", "Interleaved1F1B", "vpp", "virtual-pipeline"},
        .summary = "Megatron interleaved 1F1B: vp chunks per rank, bubble (P-1)(F+B)/vp",
        .constraints = "vp>=1; with vp>1: m>=pp, group in [pp, m], m % group == 0 or >= pp",
        .make = make_interleaved_1f1b,

@@ -3,7 +3,7 @@
 # cluster node): run it where Debian's packages can be downloaded, carry the prefix (or its tarball)
 # over, and build there with scripts/build.sh -DCMAKE_PREFIX_PATH=<prefix>/usr.
 #   scripts/make-dep-prefix.sh [PREFIX]     default: .deps/prefix; also writes PREFIX.tar.xz
-# The prefix holds the build and test dependencies (nlohmann-json, CLI11, GoogleTest, Google
+# The prefix holds the build and test dependencies (nlohmann-json, CLI11, yaml-cpp, toml++, GoogleTest, Google
 # Benchmark, OpenBLAS and its Fortran runtime) unpacked from their .deb files; OpenBLAS's static
 # archive is dropped to keep it small. CUDA, cuBLAS, NCCL and CUPTI come from the CUDA toolkit of
 # the target machine. MPI is not included: build with -DPIPELAB_MPI=OFF there, or use the
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 prefix="${1:-.deps/prefix}"
 packages=(
-  nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev libyaml-cpp-dev libyaml-cpp0.7 libtomlplusplus-dev libtomlplusplus3
   libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian
   libopenblas-dev libopenblas0 libopenblas0-pthread libopenblas-pthread-dev libgfortran5
 )

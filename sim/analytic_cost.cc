@@ -101,16 +101,6 @@ double AnalyticCost::collective_ns(double bytes_on_wire, int steps, const Link& 
   return steps * link.latency_ns + bytes_on_wire / (link.bandwidth_gbps * gpu_.collective_efficiency);
 }
 
-namespace {
-
-bool selective(const ParallelConfig& c, const char* module) {
-  if (c.recompute != Recompute::kSelective) return false;
-  if (c.recompute_modules.empty()) return std::string_view(module) == "core_attn";  // Megatron's default
-  return std::find(c.recompute_modules.begin(), c.recompute_modules.end(), module) != c.recompute_modules.end();
-}
-
-}  // namespace
-
 PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) const {
   const LayerGeometry& g = *geometry_;
   const ModelSpec& m = g.model();
@@ -197,23 +187,23 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     in.dp_comm_ns = 0;
   } else {
     // Selective recompute re-runs what its modules dropped (memory_model.cc drops the same parts).
-    if (selective(c, "core_attn")) {
+    if (c.recomputes_module("core_attn")) {
       in.attention_ns += fwd.attention_ns;
       in.flops += lf.attention_core;
     }
-    if (selective(c, "layernorm")) in.elementwise_ns += norm_ns;
-    if (selective(c, "mla_up_proj") && m.multi_latent_attention) {
+    if (c.recomputes_module("layernorm")) in.elementwise_ns += norm_ns;
+    if (c.recomputes_module("mla_up_proj") && m.multi_latent_attention) {
       in.gemm_ns += qkv_ns;
       in.flops += lf.qkv;
     }
-    if ((selective(c, "mlp") && !moe) || (selective(c, "moe") && moe)) {
+    if ((c.recomputes_module("mlp") && !moe) || (c.recomputes_module("moe") && moe)) {
       in.gemm_ns += mlp_ns;
       in.elementwise_ns += act_ns;
       in.flops += lf.mlp + lf.router;
       if (moe) in.ep_comm_ns += fwd.ep_comm_ns;  // the dispatch and combine run again
     }
-    if (selective(c, "moe_act") && moe) in.elementwise_ns += act_ns;
-    if (selective(c, "shared_experts") && moe && m.moe_shared_expert_intermediate_size > 0) {
+    if (c.recomputes_module("moe_act") && moe) in.elementwise_ns += act_ns;
+    if (c.recomputes_module("shared_experts") && moe && m.moe_shared_expert_intermediate_size > 0) {
       const double shared = lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp;
       in.gemm_ns += gemm_ns(shared, 2);
       in.flops += shared;

@@ -8,16 +8,6 @@
 
 namespace pipelab::sim {
 
-namespace {
-
-bool has_module(const ParallelConfig& c, const char* module) {
-  if (c.recompute != Recompute::kSelective) return false;
-  if (c.recompute_modules.empty()) return std::string_view(module) == "core_attn";  // Megatron's default
-  return std::find(c.recompute_modules.begin(), c.recompute_modules.end(), module) != c.recompute_modules.end();
-}
-
-}  // namespace
-
 double LayerActivation::total() const {
   return norm_inputs + attn_in + mlp_in + masks + qkv + attn_out + softmax + mlp_up_out + mlp_act + moe_dispatched;
 }
@@ -40,8 +30,8 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
         }
         act.allocated_by_input_grad += layer_weight_stash_bytes(l);
       } else {
-        act.bytes += layer_activation_bytes(l);
-        act.freed_by_input_grad += layer_activation_bytes(l) - layer_weight_stash_bytes(l);
+        act.bytes += stored_layer_bytes(l);
+        act.freed_by_input_grad += stored_layer_bytes(l) - layer_weight_stash_bytes(l);
       }
     }
     if (range.has_loss || range.mtp_layers > 0) {
@@ -50,7 +40,7 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
       const auto logits = static_cast<std::int64_t>(g.logits_bytes()) * ((range.has_loss ? 1 : 0) + range.mtp_layers);
       act.bytes += logits;
       act.freed_by_input_grad += logits;
-      const std::int64_t mtp_layer = range.mtp_layers * layer_activation_bytes(g.model().num_layers - 1);
+      const std::int64_t mtp_layer = range.mtp_layers * stored_layer_bytes(g.model().num_layers - 1);
       act.bytes += mtp_layer;
       act.freed_by_input_grad += mtp_layer;
     }
@@ -94,31 +84,38 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   a.norm_inputs = 4 * w.hidden / sp;             // the two norms' inputs (the residual stream)
   a.attn_in = gemm_input * w.hidden / sp;        // QKV GEMM input (norm1 output)
   a.mlp_in = gemm_input * w.hidden / sp;         // MLP input (norm2 output)
-  a.masks = 2 * w.hidden / sp;                   // two dropout masks, a byte each
+  a.masks = m.hidden_dropout > 0 ? 2 * w.hidden / sp : 0;  // two dropout masks, a byte each
   a.qkv = (2 * w.query + 4 * w.value) / t;       // Q, K, V for the attention backward
   a.attn_out = gemm_input * w.query / t;         // out-projection input
   a.mlp_up_out = 2 * w.mlp_up / t;               // up (and gate) projection output
   a.mlp_act = gemm_input * w.mlp / t;            // activation: the down projection's input
   if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t;  // tokens permuted to the experts
-  if (options_.softmax_stored && !has_module(c, "core_attn")) {
-    // 5as per token: softmax output (2 bytes), its dropout mask (1), softmax input for V (2).
-    a.softmax = 5.0 * m.num_attention_heads * (static_cast<double>(c.seq_length) / c.cp) / t;
+  if (options_.softmax_stored && !c.recomputes_module("core_attn")) {
+    // 5as per token: softmax output (2 bytes), its dropout mask (1, with attention dropout),
+    // softmax input for V (2); a sliding-window layer attends to window_size + 1 keys at most.
+    double keys = static_cast<double>(c.seq_length) / c.cp;
+    if (m.is_window_attention_layer(layer)) keys = std::min(keys, m.window_size + 1.0);
+    a.softmax = (m.attention_dropout > 0 ? 5.0 : 4.0) * m.num_attention_heads * keys / t;
   }
   // Selective recompute drops what its modules rebuild in the backward (Megatron's
   // --recompute-modules; core_attn by default).
   // core_attn re-runs softmax(QK^T)V from the kept Q, K, V: only the softmax (already absent under
   // any recompute, and with flash attention) goes; its output is the out-projection's saved input.
-  if (has_module(c, "layernorm")) a.attn_in = a.mlp_in = 0;
-  if (has_module(c, "mla_up_proj") && m.multi_latent_attention) a.qkv = 0;
-  if ((has_module(c, "mlp") && !moe) || (has_module(c, "moe") && moe)) a.mlp_up_out = a.mlp_act = a.moe_dispatched = 0;
-  if (has_module(c, "moe_act") && moe) a.mlp_act = 0;
+  if (c.recomputes_module("layernorm")) a.attn_in = a.mlp_in = 0;
+  if (c.recomputes_module("mla_up_proj") && m.multi_latent_attention) a.qkv = 0;
+  if ((c.recomputes_module("mlp") && !moe) || (c.recomputes_module("moe") && moe)) a.mlp_up_out = a.mlp_act = a.moe_dispatched = 0;
+  if (c.recomputes_module("moe_act") && moe) a.mlp_act = 0;
   return a;
 }
 
 std::int64_t MemoryModel::layer_activation_bytes(int layer) const {
   const LayerGeometry& g = *geometry_;
   if (g.config().recompute == Recompute::kFull) return static_cast<std::int64_t>(g.hidden_state_bytes());
-  return static_cast<std::int64_t>(g.tokens() * layer_activation(layer).total());
+  return stored_layer_bytes(layer);
+}
+
+std::int64_t MemoryModel::stored_layer_bytes(int layer) const {
+  return static_cast<std::int64_t>(geometry_->tokens() * layer_activation(layer).total());
 }
 
 std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
@@ -132,7 +129,7 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
   const double sharded = 2 * w.query + 2 * w.mlp + 2 * (w.query + 2 * w.value) + 2 * w.mlp_up;
   const auto stash = static_cast<std::int64_t>(g.tokens() * (g.sequence_parallel() ? (replicated + sharded) / t : replicated + sharded / t));
   if (g.config().recompute == Recompute::kFull) return stash;  // rebuilt by I's recompute
-  return std::min(stash, layer_activation_bytes(layer));
+  return std::min(stash, stored_layer_bytes(layer));
 }
 
 StaticMemory MemoryModel::static_memory(int rank) const {
@@ -157,12 +154,16 @@ StaticMemory MemoryModel::static_memory(int rank) const {
   auto sharded = [&](bool on) { return on ? dense / dense_group + expert / expert_group : dense + expert; };
 
   StaticMemory out;
-  // Weights: bf16, or the FP8 copy the all-gather moves (--fp8-param-gather). Sharded weights are
-  // gathered one layer at a time, with the next layer's prefetched: two layers unsharded.
+  // Weights: bf16, or the FP8 copy the all-gather moves (--fp8-param-gather).
   const double weight_bytes = c.fp8_param_gather_enabled() ? 1.0 : static_cast<double>(kBf16Bytes);
-  out.params_bytes = static_cast<std::int64_t>(weight_bytes * (sharded(shard_params) + (shard_params ? 2 * largest_layer : 0)));
+  out.params_bytes = static_cast<std::int64_t>(weight_bytes * sharded(shard_params));
   // Main gradients: the gradient buffer in fp32 or bf16 (grad_reduce_in_fp32).
-  out.grads_bytes = static_cast<std::int64_t>((c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) * sharded(shard_grads));
+  const double grad_bytes = c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes;
+  out.grads_bytes = static_cast<std::int64_t>(grad_bytes * sharded(shard_grads));
+  // Sharded weights are gathered one layer at a time with the next layer's prefetched (two layers
+  // unsharded); sharded gradients are produced whole for the layer being reduce-scattered.
+  out.comm_buffers_bytes = static_cast<std::int64_t>((shard_params ? 2 * weight_bytes * largest_layer : 0) +
+                                                     (shard_grads ? grad_bytes * largest_layer : 0));
   // Optimizer: fp32 main weights and Adam moments (bf16 moments with the precision-aware
   // optimizer), less what is offloaded to the host.
   const double optimizer_bytes = c.use_precision_aware_optimizer ? kFp32Bytes + 2 * kBf16Bytes : 3 * kFp32Bytes;

@@ -5,6 +5,7 @@
 
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/flops.h"
+#include "pipelab/profiles/pipeline_layout.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
 #include "pipelab/sim/analytic_cost.h"
@@ -30,9 +31,14 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   split.vp = schedule.shape.stages_per_chain() / config.pp;
   const ConfigCheck check = pipelab::check(split, req.model, req.gpu);
   if (!check.ok()) throw ConfigError(join_messages(check.errors, "; "));
-  for (const ConfigIssue& w : check.warnings) out.warnings.push_back(w.message);
+  for (const ConfigIssue& w : check.warnings) {
+    // Zero-bubble and DualPipe schedules cut the bubble their own way: "interleave" is not their advice.
+    if (w.rule == "pp_without_vp" && info.splits_backward) continue;
+    out.warnings.push_back(w.message);
+  }
   config.vp = vp;
   out.config = config;
+  out.pipeline_layout = resolve_pipeline_layout(split, req.model, schedule.shape.stages_per_chain()).layout.to_megatron();
 
   Schedule lowered = add_send_recv(schedule);
   if (config.dp * config.cp > 1) {

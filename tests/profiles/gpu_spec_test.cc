@@ -103,7 +103,31 @@ TEST(GpuSpecJson, ErrorsNameTheKey) {
 
   json = to_json(gpu_preset("h100-sxm"));
   json.erase("peak_fp8_tflops");  // optional: 0 = no FP8
-  EXPECT_EQ(gpu_spec_from_json(json, "g.json").peak_fp8_tflops, 0);
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("fp8_gemm_efficiency_curve needs peak_fp8_tflops > 0"));
+  json.erase("fp8_gemm_efficiency_curve");  // optional too: empty = the BF16 curve
+  json.erase("sm_count");
+  const GpuSpec no_fp8 = gpu_spec_from_json(json, "g.json");
+  EXPECT_EQ(no_fp8.peak_fp8_tflops, 0);
+  EXPECT_TRUE(no_fp8.fp8_gemm_efficiency_curve.empty());
+  EXPECT_EQ(no_fp8.sm_count, 0);
+}
+
+TEST(GpuSpec, Fp8GemmsUseTheirOwnCurveOrTheBf16One) {
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  ASSERT_FALSE(gpu.fp8_gemm_efficiency_curve.empty());
+  // Measured: FP8 GEMMs saturate later than BF16 ones, and below ~1e10 FLOPs they are no faster (m=256 experts: 314 vs 346 TFLOPS).
+  EXPECT_LT(gpu.gemm_efficiency(1e10, Precision::kFp8), gpu.gemm_efficiency(1e10, Precision::kBf16));
+  EXPECT_LT(gpu.gemm_efficiency(5e9, Precision::kFp8) * gpu.peak_fp8_tflops,
+            gpu.gemm_efficiency(5e9, Precision::kBf16) * gpu.peak_bf16_tflops);
+  EXPECT_GT(gpu.gemm_efficiency(1e12, Precision::kFp8) * gpu.peak_fp8_tflops,
+            1.8 * gpu.gemm_efficiency(1e12, Precision::kBf16) * gpu.peak_bf16_tflops);
+  for (double flops = 1e6; flops < 1e14; flops *= 1.5) {
+    EXPECT_LE(gpu.gemm_efficiency(flops, Precision::kFp8), gpu.gemm_efficiency(flops * 1.5, Precision::kFp8));
+    EXPECT_LE(gpu.gemm_efficiency(flops, Precision::kFp8), 1.0);
+  }
+  gpu.fp8_gemm_efficiency_curve.clear();
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(3e10, Precision::kFp8), gpu.gemm_efficiency(3e10));
 }
 
 TEST(GpuSpecRules, ViolationsNameFieldAndRule) {

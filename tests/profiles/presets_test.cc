@@ -102,7 +102,8 @@ TEST(PresetAliases, EveryAliasLoadsItsPreset) {
   }
   EXPECT_THAT(gpu_preset_aliases("h100"), ::testing::Contains("NVIDIA H100 80GB HBM3"));
   EXPECT_THAT(gpu_preset_aliases("a800"), ElementsAre("A800-SXM4-80GB", "NVIDIA A800-SXM4-80GB"));
-  EXPECT_THAT(model_preset_aliases("qwen2.5-7b"), ::testing::IsEmpty());
+  EXPECT_THAT(model_preset_aliases("qwen2.5-7b"), ElementsAre("Qwen/Qwen2.5-7B"));
+  EXPECT_THAT(model_preset_aliases("gpt-1.5b"), ::testing::IsEmpty());
 }
 
 TEST(PresetAliases, ModelSpellings) {
@@ -111,6 +112,7 @@ TEST(PresetAliases, ModelSpellings) {
   EXPECT_EQ(model_preset("llama_3.1_8b").name, "llama3-8b");
   EXPECT_EQ(model_preset("Nemotron-4-340B").name, "nemotron-340b");
   EXPECT_EQ(load_model("llama-2-70b"), model_preset("llama2-70b"));
+  EXPECT_EQ(model_preset("meta-llama/Llama-3.1-70B").name, "llama3-70b");  // Hugging Face ids, as AutoModel names them
   EXPECT_THAT(error_message<InputError>([] { model_preset("llama3-70"); }), HasSubstr("did you mean 'llama3-70b'?"));
 }
 

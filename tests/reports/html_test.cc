@@ -103,7 +103,7 @@ TEST(HtmlReport, HeaderTablesAndCharts) {
   }
   EXPECT_EQ(best_metrics.size(), 7u) << "every column has a best value";
   EXPECT_EQ(select(els, "span", "oom-badge").size(), 4u);  // table, stats line, both ranks in the per-rank table
-  EXPECT_THAT(html, HasSubstr("memory: 1 of 3 over capacity 16.00 GiB (gpipe): <b>FAILED</b>"));
+  EXPECT_THAT(html, HasSubstr("memory: 2 of 3 fit in 16.00 GiB; over: gpipe: <b>FAILED</b>"));
   // The failed schedule with its error.
   const auto failed = select(els, "li", "failed");
   ASSERT_EQ(failed.size(), 1u);

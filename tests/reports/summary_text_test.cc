@@ -33,14 +33,14 @@ TEST(SummaryText, RowsInScheduleOrderAndTheTablesBest) {
     at = found;
   }
   EXPECT_THAT(text, HasSubstr("  dualpipe  not applicable: "));
-  EXPECT_THAT(text, HasSubstr("# memory: FAILED for gpipe (peak above 16.0 GiB usable)"));
+  EXPECT_THAT(text, HasSubstr("# memory: 2 of 3 fit in 16.00 GiB; over: gpipe: FAILED"));
 }
 
 // The reports' rule: with fewer than two schedules that fit, none is called best.
 TEST(SummaryText, NoBestWithFewerThanTwoFitting) {
   const std::string one = render_summary_text({testing::fixture("simulate_1f1b_2r_3mb.json")});
   EXPECT_THAT(one, Not(HasSubstr("best")));
-  EXPECT_THAT(one, HasSubstr("# memory: OK\n"));
+  EXPECT_THAT(one, HasSubstr("# memory: 1 of 1 fits in 16.00 GiB: OK\n"));
   ReportInput none = testing::fixture("compare_2r_4mb.json");
   for (ScheduleResult& s : none.schedules) {
     for (TimelineResult& run : s.runs) run.summary.oom = true;

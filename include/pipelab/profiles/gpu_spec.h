@@ -36,7 +36,10 @@ struct GpuSpec {
   double nvlink_latency_ns = 0;      // per-message alpha of an NVLink transfer (NCCL level)
   double nic_latency_ns = 0;         // per-message alpha across the scale-out network
   double kernel_launch_overhead_ns = 0;  // gap per kernel launch not hidden by queueing
-  std::vector<GemmEfficiencyPoint> gemm_efficiency_curve;  // strictly increasing flops
+  std::vector<GemmEfficiencyPoint> gemm_efficiency_curve;  // BF16, of peak_bf16_tflops; strictly increasing flops
+  /// FP8 GEMMs, of peak_fp8_tflops (quantization kernels not included); empty = the BF16 curve.
+  std::vector<GemmEfficiencyPoint> fp8_gemm_efficiency_curve;
+  int sm_count = 0;  // streaming multiprocessors; 0 = unknown (communication kernels' SMs not modelled)
   double memory_bandwidth_efficiency = 0;  // achievable fraction of hbm_bandwidth_gbps
   double collective_efficiency = 0;        // achievable fraction of link bandwidth (NCCL busbw)
   std::int64_t reserved_memory_bytes = 0;  // CUDA context, NCCL buffers, workspaces, allocator slack
@@ -46,6 +49,8 @@ struct GpuSpec {
   /// Efficiency of a GEMM of `flops`: piecewise linear in log10(flops) between curve points, clamped
   /// to the first/last point outside the curve.
   double gemm_efficiency(double flops) const;
+  /// The same on the curve of `precision` (FP8: fp8_gemm_efficiency_curve when it has points).
+  double gemm_efficiency(double flops, Precision precision) const;
   /// Dense peak at `precision` (ConfigError for fp8 on a GPU without FP8 tensor cores).
   double peak_tflops(Precision precision) const;
   /// hbm_bytes - reserved_memory_bytes: what the memory model may fill.

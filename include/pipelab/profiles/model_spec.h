@@ -33,6 +33,10 @@ struct ModelSpec {
   bool add_bias_linear = true;   // biases on the linear layers (GPT yes, Llama no)
   bool add_qkv_bias = false;     // biases on the QKV projection only (Qwen2/2.5); implied by add_bias_linear
   bool qk_layernorm = false;     // per-head norm on Q and K (Qwen3)
+  // Dropout probabilities (Megatron's defaults are 0.1; Llama-family recipes set 0): a layer keeps
+  // its dropout masks for the backward only when the probability is above zero.
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
 
   // --- sliding-window attention (gpt-oss) ---
   int window_size = 0;           // earlier tokens a query sees besides itself (Megatron (W, 0)); 0 = full causal

@@ -42,6 +42,25 @@ enum class Fsdp { kNone, kMegatron, kTorch };
 std::string_view to_string(Fsdp fsdp);
 Fsdp parse_fsdp(std::string_view text);
 
+/// Transformer Engine's FP8 recipe (Megatron's --fp8-recipe): one scale per tensor from an amax
+/// history (delayed) or from the tensor itself (tensorwise, "FP8-CS"); 1x128/128x128 block scales
+/// (blockwise, Hopper); 1x32 E8M0 block scales (mxfp8, Blackwell).
+enum class Fp8Recipe { kDelayed, kTensorwise, kBlockwise, kMxfp8 };
+std::string_view to_string(Fp8Recipe recipe);
+Fp8Recipe parse_fp8_recipe(std::string_view text);
+
+/// Megatron's --moe-token-dispatcher-type: all-gather over TP x EP, NCCL all-to-all, or the fused
+/// flex dispatcher (DeepEP or HybridEP: one copy per destination node across the network).
+enum class MoeDispatcher { kAllgather, kAlltoall, kFlex };
+std::string_view to_string(MoeDispatcher dispatcher);
+MoeDispatcher parse_moe_dispatcher(std::string_view text);
+
+/// Megatron's --cp-comm-type: K/V passed around a ring overlapping attention (p2p), K/V all-gathered
+/// before it (all_gather), or heads exchanged by all-to-all (a2a, Ulysses).
+enum class CpCommType { kP2p, kAllGather, kA2a };
+std::string_view to_string(CpCommType type);
+CpCommType parse_cp_comm_type(std::string_view text);
+
 /// Megatron's --recompute-modules names (selective recompute).
 const std::vector<std::string>& recompute_module_names();
 
@@ -83,8 +102,17 @@ struct ParallelConfig {
   bool overlap_param_gather = true;
   bool grad_reduce_in_fp32 = false;
   bool use_precision_aware_optimizer = false;   // bf16 Adam moments (exp_avg, exp_avg_sq), fp32 main params
-  std::optional<bool> fp8_param_gather;         // unset: on with precision fp8
+  std::optional<bool> fp8_param_gather;         // unset: on with precision fp8 and a sharded optimizer or FSDP
   double optimizer_offload_fraction = 0;        // share of the optimizer state kept in host memory
+  // FP8, MoE and communication overlap (docs/simulator.md "Modelled effects").
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;   // Megatron's default
+  MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllgather;  // Megatron's default
+  std::string moe_flex_dispatcher_backend = "deepep";                   // flex only: deepep | hybridep
+  bool overlap_moe_expert_parallel_comm = false;  // 1F1B all-to-all overlap: merged F and B of adjacent microbatches
+  bool delay_wgrad_compute = false;               // with the overlap: expert wgrad after the combine
+  double moe_load_imbalance = 1.0;                // busiest rank's tokens / the mean (NVIDIA's tables force 1)
+  bool tp_comm_overlap = false;                   // TE userbuffers: TP collectives pipelined with the GEMMs
+  CpCommType cp_comm_type = CpCommType::kP2p;
 
   bool operator==(const ParallelConfig&) const = default;
 
@@ -96,9 +124,16 @@ struct ParallelConfig {
   int expert_tp() const { return etp > 0 ? etp : tp; }
   /// Expert data parallel: the ranks of tp * cp * dp that hold the same experts, (tp*cp*dp) / (ep*etp).
   int expert_dp() const;
+  /// Whether selective recompute re-runs `module` (Megatron's --recompute-modules; core_attn when
+  /// none are listed). False without selective recompute.
+  bool recomputes_module(std::string_view module) const;
   /// What is sharded over data parallel: the FSDP strategy, or the distributed optimizer's state.
   Sharding sharding() const;
-  bool fp8_param_gather_enabled() const { return fp8_param_gather.value_or(precision == Precision::kFp8); }
+  /// FP8 weights kept and all-gathered: as set, else on with FP8 where something gathers them
+  /// (the distributed optimizer or FSDP), as Megatron-Bridge's FP8 recipes run.
+  bool fp8_param_gather_enabled() const {
+    return fp8_param_gather.value_or(precision == Precision::kFp8 && (distributed_optimizer || fsdp != Fsdp::kNone));
+  }
 };
 
 /// Fills the derived fields: dp from world = tp*pp*cp*dp (or world from dp), seq_length from the model,

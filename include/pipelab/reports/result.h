@@ -48,6 +48,7 @@ struct StaticMemoryParts {
   std::int64_t params_bytes = 0;
   std::int64_t grads_bytes = 0;
   std::int64_t optimizer_bytes = 0;
+  std::int64_t comm_buffers_bytes = 0;  // FSDP's gathered weights and unreduced gradients in flight
   bool operator==(const StaticMemoryParts&) const = default;
 };
 
@@ -110,6 +111,8 @@ struct ScheduleResult {
   std::string error;                  // non-empty: the configuration breaks this schedule
   int vp = 0;                         // compare entries: chunks per rank as simulated
   std::vector<std::string> warnings;  // compare entries: the layout's warnings
+  std::string pipeline_layout;        // simulated: the stages' layers in Megatron's layout grammar
+  std::string memory_advice;          // simulated and out of memory: "nearest change that fits: ..." or why none
   std::vector<TimelineResult> runs;   // simulate/compare: one; run: predicted, then measured
   std::optional<RunComparison> comparison;            // run only
   std::optional<GradientCheckResult> gradient_check;  // run only, optional

@@ -31,7 +31,8 @@ struct StaticMemory {
   std::int64_t params_bytes = 0;     // bf16 (or FP8) weights, sharded under FSDP
   std::int64_t grads_bytes = 0;      // main gradients, fp32 or bf16, sharded from ZeRO-2 on
   std::int64_t optimizer_bytes = 0;  // fp32 master weights + Adam moments (sharded if distributed)
-  std::int64_t total() const { return params_bytes + grads_bytes + optimizer_bytes; }
+  std::int64_t comm_buffers_bytes = 0;  // FSDP: the gathered weights and unreduced gradients of the layers in flight
+  std::int64_t total() const { return params_bytes + grads_bytes + optimizer_bytes + comm_buffers_bytes; }
 };
 
 /// One layer's activations per token on one GPU, in bytes, by what they are (Korthikanti et al.
@@ -57,7 +58,8 @@ class MemoryModel {
   /// A memory model on its own; `config` must be resolved.
   MemoryModel(const ModelSpec& model, const ParallelConfig& config, const PipelineShape& shape, MemoryOptions options = {});
 
-  /// Activation bytes one microbatch leaves on one GPU for one transformer layer.
+  /// Activation bytes one microbatch leaves on one GPU for one transformer layer (under full
+  /// recompute: its kept input).
   std::int64_t layer_activation_bytes(int layer) const;
   /// Per token, by part, after selective recompute.
   LayerActivation layer_activation(int layer) const;
@@ -75,6 +77,8 @@ class MemoryModel {
   /// group's input (uniform groups of recompute_num_layers).
   bool recomputed_in_full(int index_in_chunk, int layers_in_chunk) const;
   bool keeps_group_input(int index_in_chunk) const;
+  /// What a layer keeps when it is not recomputed in full (selective recompute applied).
+  std::int64_t stored_layer_bytes(int layer) const;
 
   std::shared_ptr<const LayerGeometry> geometry_;
   PipelineShape shape_;

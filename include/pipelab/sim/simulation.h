@@ -50,6 +50,7 @@ struct SimulationOutcome {
   std::string schedule;          // canonical name
   ParallelConfig config;         // as simulated (vp = chunks per rank of the schedule)
   std::vector<std::string> warnings;
+  std::string pipeline_layout;   // the model-order split as simulated, in Megatron's layout grammar
   Schedule lowered;
   SimResult result;
   TimelineMetrics metrics;

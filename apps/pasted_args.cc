@@ -1,5 +1,5 @@
-// `--megatron-args`: shell-like word splitting, then keep what the subcommand knows.
-#include "megatron_args.h"
+// `--megatron-args` and `--automodel-yaml`: words from a script or a YAML file, then keep what the subcommand knows.
+#include "pasted_args.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,10 +8,26 @@
 #include <pipelab/base/error.h>
 #include <pipelab/base/file_io.h>
 
+#include "automodel_yaml.h"
+
 namespace pipelab::app {
 namespace {
 
-constexpr std::string_view kFlag = "--megatron-args";
+constexpr std::string_view kMegatronFlag = "--megatron-args";
+constexpr std::string_view kAutoModelFlag = "--automodel-yaml";
+
+// The flags whose value is expanded into more flags.
+struct PasteFlag {
+  std::string_view flag;
+  const char* value_hint;
+};
+constexpr PasteFlag kPasteFlags[] = {{kMegatronFlag, "\"ARGS\" or @FILE"}, {kAutoModelFlag, "a YAML file"}};
+
+bool is_paste_flag(const std::string& word) {
+  return std::any_of(std::begin(kPasteFlags), std::end(kPasteFlags), [&](const PasteFlag& p) {
+    return word == p.flag || word.starts_with(std::string(p.flag) + "=");
+  });
+}
 
 bool is_flag_word(const std::string& w) {
   if (w.size() < 2 || w[0] != '-') return false;
@@ -76,7 +92,7 @@ std::vector<std::string> split_script_words(std::string_view text) {
     } else if (ch == '\'' || ch == '"') {
       const std::size_t close = text.find(ch, i + 1);
       if (close == std::string_view::npos) {
-        throw InputError(std::string(kFlag) + ": unterminated " + (ch == '"' ? "double" : "single") + " quote");
+        throw InputError(std::string(kMegatronFlag) + ": unterminated " + (ch == '"' ? "double" : "single") + " quote");
       }
       word.append(text.substr(i + 1, close - i - 1));
       in_word = true;
@@ -96,45 +112,57 @@ std::vector<std::string> split_script_words(std::string_view text) {
   return words;
 }
 
-ExpandedArgs expand_megatron_args(const CLI::App& root, const std::vector<std::string>& args) {
+ExpandedArgs expand_pasted_args(const CLI::App& root, const std::vector<std::string>& args) {
   ExpandedArgs out;
   const CLI::App* cmd = find_subcommand(root, args);
-  if (cmd == nullptr || cmd->get_option_no_throw(std::string(kFlag)) == nullptr) {
-    out.args = args;  // not a command that takes --megatron-args: CLI11 reports it as unknown
+  if (cmd == nullptr || cmd->get_option_no_throw(std::string(kMegatronFlag)) == nullptr) {
+    out.args = args;  // not a command that takes pasted arguments: CLI11 reports them as unknown
     return out;
   }
   // Options the user gave pipelab directly; pasted copies of them are dropped.
   std::set<const CLI::Option*> explicit_options;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == kFlag) {
-      ++i;
-    } else if (is_flag_word(args[i]) && args[i].rfind(std::string(kFlag) + "=", 0) != 0) {
+    if (is_paste_flag(args[i])) {
+      if (args[i].find('=') == std::string::npos) ++i;
+    } else if (is_flag_word(args[i])) {
       if (const CLI::Option* opt = option_of(*cmd, args[i])) explicit_options.insert(opt);
     }
   }
 
+  std::vector<Pasted> kept;  // from every paste, in order
   for (std::size_t a = 0; a < args.size(); ++a) {
+    const PasteFlag* paste = nullptr;
     std::string value;
-    if (args[a] == kFlag) {
-      if (a + 1 >= args.size()) throw InputError(std::string(kFlag) + " needs a value: \"ARGS\" or @FILE");
-      value = args[++a];
-    } else if (args[a].rfind(std::string(kFlag) + "=", 0) == 0) {
-      value = args[a].substr(kFlag.size() + 1);
-    } else {
+    for (const PasteFlag& p : kPasteFlags) {
+      if (args[a] == p.flag) {
+        if (a + 1 >= args.size()) throw InputError(std::string(p.flag) + " needs a value: " + p.value_hint);
+        paste = &p;
+        value = args[++a];
+      } else if (args[a].starts_with(std::string(p.flag) + "=")) {
+        paste = &p;
+        value = args[a].substr(p.flag.size() + 1);
+      }
+    }
+    if (paste == nullptr) {
       out.args.push_back(args[a]);
       continue;
     }
-    const std::string text = value.starts_with('@') ? read_text_file(value.substr(1), "Megatron arguments file") : value;
-    const std::vector<std::string> words = split_script_words(text);
+    std::vector<std::string> words;
+    if (paste->flag == kMegatronFlag) {
+      words = split_script_words(value.starts_with('@') ? read_text_file(value.substr(1), "Megatron arguments file") : value);
+    } else {
+      AutoModelFlags yaml = automodel_yaml_flags(read_text_file(value, "AutoModel YAML file"), value);
+      words = std::move(yaml.words);
+      out.ignored.insert(out.ignored.end(), yaml.ignored.begin(), yaml.ignored.end());
+    }
 
-    std::vector<Pasted> kept;
     for (std::size_t i = 0; i < words.size(); ++i) {
       if (!is_flag_word(words[i]) || !words[i].starts_with("--")) {
         out.ignored.push_back(words[i]);  // launcher, script path, array syntax, stray values
         continue;
       }
       const std::string flag = dashed(words[i]);
-      const CLI::Option* opt = flag.starts_with(kFlag) ? nullptr : option_of(*cmd, flag);
+      const CLI::Option* opt = is_paste_flag(flag) ? nullptr : option_of(*cmd, flag);
       const std::size_t n = values_after(opt, words, i);
       if (opt == nullptr) {
         out.ignored.push_back(flag.substr(0, flag.find('=')));
@@ -142,7 +170,7 @@ ExpandedArgs expand_megatron_args(const CLI::App& root, const std::vector<std::s
         Pasted p{opt, {flag}};
         for (std::size_t k = 1; k <= n; ++k) {
           if (words[i + k].find('$') != std::string::npos) {
-            throw InputError(std::string(kFlag) + ": " + flag + " has the unexpanded shell value '" + words[i + k] +
+            throw InputError(std::string(paste->flag) + ": " + flag + " has the unexpanded value '" + words[i + k] +
                              "'; paste the command as the job log prints it, or give the number");
           }
           p.words.push_back(words[i + k]);
@@ -151,17 +179,22 @@ ExpandedArgs expand_megatron_args(const CLI::App& root, const std::vector<std::s
       }
       i += n;
     }
-    // argparse keeps the last of repeated flags; pipelab's own flags win over pasted ones.
-    for (std::size_t i = 0; i < kept.size(); ++i) {
-      const bool repeated = std::any_of(kept.begin() + static_cast<std::ptrdiff_t>(i) + 1, kept.end(),
-                                        [&](const Pasted& later) { return later.option == kept[i].option; });
-      if (explicit_options.contains(kept[i].option)) {
-        out.overridden.push_back(kept[i].words.front());
-      } else if (!repeated) {
-        out.args.insert(out.args.end(), kept[i].words.begin(), kept[i].words.end());
-      }
+  }
+  // argparse keeps the last of repeated flags (across pastes too); pipelab's own flags win.
+  std::vector<std::string> pasted;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    const bool repeated = std::any_of(kept.begin() + static_cast<std::ptrdiff_t>(i) + 1, kept.end(),
+                                      [&](const Pasted& later) { return later.option == kept[i].option; });
+    if (explicit_options.contains(kept[i].option)) {
+      out.overridden.push_back(kept[i].words.front());
+    } else if (!repeated) {
+      pasted.insert(pasted.end(), kept[i].words.begin(), kept[i].words.end());
     }
   }
+  // Right after the subcommand, before the user's own flags: flags apply in command-line order, so
+  // an own switch beats a pasted switch of the same field (--no-overlap-grad-reduce after a pasted --overlap-grad-reduce).
+  const auto subcommand = std::find(out.args.begin(), out.args.end(), cmd->get_name());
+  out.args.insert(subcommand == out.args.end() ? out.args.end() : subcommand + 1, pasted.begin(), pasted.end());
   return out;
 }
 

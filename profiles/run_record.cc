@@ -1,0 +1,117 @@
+// Run tables: CSV rows of layout + measured throughput; see run_record.h.
+#include <pipelab/profiles/run_record.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <pipelab/base/csv_table.h>
+#include <pipelab/base/error.h>
+
+namespace pipelab {
+
+std::string RunRecord::label() const {
+  std::ostringstream os;
+  if (!release.empty()) os << release << " ";
+  os << model << " " << precision << " " << gpus << " GPUs tp" << tp << " pp" << pp << " cp" << cp << " vp" << vp << " ep" << ep;
+  if (fsdp) os << " fsdp";
+  return os.str();
+}
+
+std::string RunRecord::schedule() const { return vp > 1 ? "interleaved-1f1b" : "1f1b"; }
+
+namespace {
+
+// Errors from a record's settings or rules name the record.
+template <class Fn>
+auto for_record(const RunRecord& r, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const InputError& e) {
+    throw ConfigError("line " + std::to_string(r.line) + " (" + r.label() + "): " + e.what());
+  }
+}
+
+}  // namespace
+
+ModelSpec RunRecord::model_spec(const ModelSpec& preset) const {
+  return for_record(*this, [&] {
+    ModelSpec m = preset;
+    for (const auto& [key, value] : settings) {
+      if (key.starts_with("model.")) apply_override(m, key.substr(6), value);
+    }
+    return m;
+  });
+}
+
+ParallelConfig RunRecord::config(const ModelSpec& model) const {
+  ParallelConfig c;
+  c.tp = tp;
+  c.pp = pp;
+  c.cp = cp;
+  c.ep = ep;
+  c.vp = vp;
+  c.world = gpus;
+  c.mbs = mbs;
+  c.gbs = gbs;
+  c.seq_length = seq;
+  // "fp8-cs", "fp8-ds", "fp8?" all run the GEMMs in FP8 (the recipe detail is in settings).
+  c.precision = precision.starts_with("fp8") ? Precision::kFp8 : Precision::kBf16;
+  if (fsdp) {
+    c.fsdp = Fsdp::kMegatron;
+    c.data_parallel_sharding_strategy = Sharding::kOptimGradsParams;
+  }
+  return for_record(*this, [&] {
+    for (const auto& [key, value] : settings) {
+      if (!key.starts_with("model.")) apply_override(c, key, value);
+    }
+    return resolve(c, model);
+  });
+}
+
+std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::string& context) {
+  static const std::vector<std::string> kColumns = {"model", "precision", "gpus", "gbs", "mbs", "seq", "tp", "pp",
+                                                    "cp", "vp", "ep", "fsdp", "tokens_per_s_per_gpu"};
+  std::vector<RunRecord> out;
+  for (const CsvRow& row : parse_csv_table(csv_text, context, kColumns)) {
+    RunRecord r;
+    r.line = row.line();
+    auto optional_text = [&](const std::string& column) { return row.has(column) ? row.text(column) : std::string(); };
+    auto positive = [&](const std::string& column, std::int64_t fallback) {
+      const std::int64_t v = row.integer(column, fallback);
+      if (v < 1 || v > (1 << 24)) row.fail(column, "must be in [1, 16777216], got " + std::to_string(v));
+      return static_cast<int>(v);
+    };
+    r.release = optional_text("release");
+    r.model = row.text("model");
+    if (r.model.empty()) row.fail("model", "is empty");
+    r.precision = row.text("precision");
+    if (r.precision != "bf16" && !r.precision.starts_with("fp8")) row.fail("precision", "must be bf16 or fp8[-recipe], got '" + r.precision + "'");
+    r.gpus = positive("gpus", CsvRow::kRequired);
+    r.gbs = positive("gbs", CsvRow::kRequired);
+    r.mbs = positive("mbs", CsvRow::kRequired);
+    r.seq = positive("seq", CsvRow::kRequired);
+    r.tp = positive("tp", 1);
+    r.pp = positive("pp", 1);
+    r.cp = positive("cp", 1);
+    r.vp = positive("vp", 1);
+    r.ep = positive("ep", 1);
+    const std::int64_t fsdp = row.integer("fsdp", 0);
+    if (fsdp != 0 && fsdp != 1) row.fail("fsdp", "must be 0 or 1");
+    r.fsdp = fsdp == 1;
+    r.tokens_per_s_per_gpu = row.number("tokens_per_s_per_gpu");
+    if (r.tokens_per_s_per_gpu <= 0) row.fail("tokens_per_s_per_gpu", "must be positive");
+    if (!optional_text("model_tflops_per_gpu").empty()) r.model_tflops_per_gpu = row.number("model_tflops_per_gpu");
+    std::istringstream settings(optional_text("settings"));
+    for (std::string item; settings >> item;) {
+      const std::size_t eq = item.find('=');
+      if (eq == std::string::npos || eq == 0) row.fail("settings", "'" + item + "' is not key=value");
+      std::string value = item.substr(eq + 1);
+      std::replace(value.begin(), value.end(), '+', ',');  // list items
+      r.settings.emplace_back(item.substr(0, eq), value);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace pipelab

@@ -1,0 +1,199 @@
+// The memory model by part: weights, gradients and optimizer state by sharding strategy and
+// precision, FSDP's layer buffers, and activations by recompute option and precision — each
+// against the per-parameter and per-token byte counts written out by hand.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "pipelab/profiles/presets.h"
+#include "pipelab/schedules/registry.h"
+#include "pipelab/sim/layer_geometry.h"
+#include "pipelab/sim/memory_model.h"
+#include "pipelab/sim/stage_layers.h"
+
+namespace pipelab {
+namespace {
+
+ParallelConfig dense_dp8(const ModelSpec& m) {
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = 1;
+  c.dp = 8;
+  c.mbs = 1;
+  c.gbs = 8;
+  return resolve(c, m);
+}
+
+struct Params {
+  double dense = 0, experts = 0, largest_layer = 0;
+};
+
+// The parameters one GPU holds on pipeline rank 0 (pp = 1: the whole model's shard).
+Params params_of(const ModelSpec& m, const ParallelConfig& c) {
+  const sim::LayerGeometry g(m, c);
+  const PipelineShape shape = make_schedule("1f1b", {c.pp, 1, c.microbatches(), 0}).shape;
+  Params p;
+  for (const sim::LayerRange& r : sim::stage_layers(m, c, shape)) {
+    const sim::GpuParams gp = g.stage_params(r);
+    p.dense += static_cast<double>(gp.total - gp.experts);
+    p.experts += static_cast<double>(gp.experts);
+  }
+  for (int l = 0; l < m.num_layers; ++l) p.largest_layer = std::max(p.largest_layer, static_cast<double>(g.layer_params(l).total));
+  return p;
+}
+
+sim::StaticMemory static_of(const ModelSpec& m, const ParallelConfig& c) {
+  const PipelineShape shape = make_schedule("1f1b", {c.pp, 1, c.microbatches(), 0}).shape;
+  return sim::MemoryModel(m, c, shape).static_memory(0);
+}
+
+void expect_bytes(std::int64_t actual, double expected, const char* what) {
+  EXPECT_NEAR(static_cast<double>(actual), expected, 8.0) << what;  // rounding of each part to bytes
+}
+
+TEST(StaticMemory, DistributedOptimizerShardsOnlyTheOptimizerState) {
+  const ModelSpec m = model_preset("gpt-1.5b");
+  const ParallelConfig c = dense_dp8(m);
+  const Params p = params_of(m, c);
+  const sim::StaticMemory s = static_of(m, c);
+  expect_bytes(s.params_bytes, 2 * p.dense, "bf16 weights");
+  expect_bytes(s.grads_bytes, 2 * p.dense, "bf16 main gradients (Megatron-Bridge default)");
+  expect_bytes(s.optimizer_bytes, 12 * p.dense / 8, "fp32 main weights + two fp32 moments over dp=8");
+  EXPECT_EQ(s.comm_buffers_bytes, 0);
+
+  ParallelConfig replicated = c;
+  replicated.distributed_optimizer = false;
+  expect_bytes(static_of(m, replicated).optimizer_bytes, 12 * p.dense, "no distributed optimizer");
+}
+
+TEST(StaticMemory, FsdpShardsWeightsAndGradsAndHoldsLayerBuffers) {
+  const ModelSpec m = model_preset("gpt-1.5b");
+  ParallelConfig c = dense_dp8(m);
+  c.fsdp = Fsdp::kMegatron;
+  c.data_parallel_sharding_strategy = Sharding::kOptimGradsParams;
+  const Params p = params_of(m, c);
+  const sim::StaticMemory s = static_of(m, c);
+  expect_bytes(s.params_bytes, 2 * p.dense / 8, "weights");
+  expect_bytes(s.grads_bytes, 2 * p.dense / 8, "gradients");
+  expect_bytes(s.optimizer_bytes, 12 * p.dense / 8, "optimizer");
+  // Two layers gathered (this one and the prefetched next), one layer's gradients before its reduce-scatter.
+  expect_bytes(s.comm_buffers_bytes, 2 * 2 * p.largest_layer + 2 * p.largest_layer, "layer buffers");
+
+  c.data_parallel_sharding_strategy = Sharding::kOptimGrads;  // ZeRO-2: weights whole again
+  const sim::StaticMemory zero2 = static_of(m, c);
+  expect_bytes(zero2.params_bytes, 2 * p.dense, "ZeRO-2 weights");
+  expect_bytes(zero2.comm_buffers_bytes, 2 * p.largest_layer, "ZeRO-2 gradient buffer");
+}
+
+TEST(StaticMemory, PrecisionOptionsChangeBytesPerParameter) {
+  const ModelSpec m = model_preset("gpt-1.5b");
+  const ParallelConfig base = dense_dp8(m);
+  const Params p = params_of(m, base);
+
+  ParallelConfig c = base;
+  c.use_precision_aware_optimizer = true;  // bf16 moments: 4 + 2 + 2 bytes
+  expect_bytes(static_of(m, c).optimizer_bytes, 8 * p.dense / 8, "precision-aware optimizer");
+
+  c = base;
+  c.grad_reduce_in_fp32 = true;
+  expect_bytes(static_of(m, c).grads_bytes, 4 * p.dense, "fp32 main gradients");
+
+  c = base;
+  c.precision = Precision::kFp8;
+  c.fp8_param_gather = true;
+  expect_bytes(static_of(m, c).params_bytes, 1 * p.dense, "FP8 weights");
+
+  c = base;
+  c.num_distributed_optimizer_instances = 2;  // HSDP: shards over 4 ranks, two replicas
+  expect_bytes(static_of(m, c).optimizer_bytes, 12 * p.dense / 4, "two optimizer instances");
+
+  c = base;
+  c.optimizer_offload_fraction = 0.25;
+  expect_bytes(static_of(m, c).optimizer_bytes, 0.75 * 12 * p.dense / 8, "a quarter offloaded");
+}
+
+TEST(StaticMemory, ExpertsShardOverTheExpertDataParallelGroup) {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  ParallelConfig c = dense_dp8(m);
+  c.ep = 8;  // expert dp = tp*cp*dp / (ep*etp) = 1: each rank holds its experts' only optimizer copy
+  c = resolve(c, m);
+  ASSERT_EQ(c.expert_dp(), 1);
+  const Params p = params_of(m, c);
+  ASSERT_GT(p.experts, 0);
+  expect_bytes(static_of(m, c).optimizer_bytes, 12 * (p.dense / 8 + p.experts / 1), "dense over 8, experts over 1");
+}
+
+class Activations : public ::testing::Test {
+ protected:
+  sim::MemoryModel model(const ModelSpec& m, const ParallelConfig& c) const {
+    return sim::MemoryModel(m, c, make_schedule("1f1b", {c.pp, 1, c.microbatches(), 0}).shape);
+  }
+};
+
+TEST_F(Activations, SelectiveModulesDropWhatTheyRebuild) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig c = dense_dp8(m);
+  const sim::LayerActivation none = model(m, c).layer_activation(0);
+  c.recompute = Recompute::kSelective;
+  c.recompute_modules = {"mlp"};
+  const sim::LayerActivation mlp = model(m, c).layer_activation(0);
+  EXPECT_EQ(mlp.mlp_up_out, 0);
+  EXPECT_EQ(mlp.mlp_act, 0);
+  EXPECT_EQ(mlp.qkv, none.qkv);
+  c.recompute_modules = {"layernorm"};
+  const sim::LayerActivation norm = model(m, c).layer_activation(0);
+  EXPECT_EQ(norm.attn_in, 0);
+  EXPECT_EQ(norm.mlp_in, 0);
+  EXPECT_EQ(norm.mlp_act, none.mlp_act);
+}
+
+TEST_F(Activations, Fp8KeepsOneByteGemmInputs) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig c = dense_dp8(m);
+  const sim::LayerActivation bf16 = model(m, c).layer_activation(0);
+  c.precision = Precision::kFp8;
+  const sim::LayerActivation fp8 = model(m, c).layer_activation(0);
+  EXPECT_DOUBLE_EQ(fp8.attn_in, bf16.attn_in / 2);
+  EXPECT_DOUBLE_EQ(fp8.mlp_act, bf16.mlp_act / 2);
+  EXPECT_DOUBLE_EQ(fp8.norm_inputs, bf16.norm_inputs);  // the residual stream stays bf16
+  EXPECT_DOUBLE_EQ(fp8.mlp_up_out, bf16.mlp_up_out);    // the activation function's input stays bf16
+}
+
+TEST_F(Activations, DropoutMasksOnlyWithDropout) {
+  ModelSpec m = model_preset("gpt-1.5b");
+  ParallelConfig c = dense_dp8(m);
+  EXPECT_DOUBLE_EQ(model(m, c).layer_activation(0).masks, 2.0 * m.hidden_size);  // Megatron's default 0.1
+  m.hidden_dropout = 0;
+  EXPECT_EQ(model(m, c).layer_activation(0).masks, 0);
+}
+
+TEST_F(Activations, MoeKeepsTopKDispatchedCopies) {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  ParallelConfig c = dense_dp8(m);
+  c.ep = 8;
+  c = resolve(c, m);
+  EXPECT_DOUBLE_EQ(model(m, c).layer_activation(0).moe_dispatched, 2.0 * m.moe_router_topk * m.hidden_size);
+}
+
+TEST_F(Activations, FullRecomputeKeepsOneInputPerGroup) {
+  ModelSpec m = model_preset("llama3-8b");
+  apply_override(m, "num_layers", "8");
+  ParallelConfig c = dense_dp8(m);
+  c.recompute = Recompute::kFull;
+  c.recompute_method = RecomputeMethod::kUniform;
+  c.recompute_num_layers = 4;  // two groups of four layers: two kept inputs
+  const sim::LayerGeometry g(m, c);
+  ParallelConfig plain = c;
+  plain.recompute = Recompute::kNone;
+  const std::int64_t full_layer = model(m, plain).layer_activation_bytes(5);
+  // The stage also keeps the loss's logits, the same under every option: compare the layers' part.
+  const std::int64_t logits = model(m, plain).stage_activations()[0].bytes - 8 * full_layer;
+  EXPECT_EQ(model(m, c).stage_activations()[0].bytes - logits, static_cast<std::int64_t>(2 * g.hidden_state_bytes()));
+
+  c.recompute_method = RecomputeMethod::kBlock;
+  c.recompute_num_layers = 3;  // three layers recomputed (their inputs kept), five keep everything
+  EXPECT_EQ(model(m, c).stage_activations()[0].bytes - logits, static_cast<std::int64_t>(3 * g.hidden_state_bytes()) + 5 * full_layer);
+}
+
+}  // namespace
+}  // namespace pipelab
