@@ -115,6 +115,11 @@ cli_test(bad_result_kind_is_a_number 2 ARGS report ${bad}/result_kind_number.jso
 cli_test(result_one_event_on_rank_1e6 0 ARGS report ${bad}/result_rank_1e6.json --out ${tmp}/sparse.html
          OUT ${tmp}/sparse.html MAX_BYTES 200000 TIMEOUT 30)
 
+# --- pasted arguments -------------------------------------------------------------------------------------
+# A model: block without pretrained_model_name_or_path ended in "internal error: invalid node" (fuzz finding).
+cli_test(automodel_model_without_id 0 ARGS simulate --model llama3-8b --gpus 4 --automodel-yaml ${bad}/automodel_model_without_id.yaml
+         REGEX "tp=2 pp=2")
+
 # --- the runtime's mock model ---------------------------------------------------------------------------
 cli_test(bad_mock_model_larger_than_the_host 2 ARGS ${run2} --hidden 65536 --ffn 262144 --heads 64 --seq 4096 --mbs 16
          REGEX "profile: the mock model needs about [0-9.]+ GiB of host memory .*, more than this machine's [0-9.]+ GiB of physical memory")
