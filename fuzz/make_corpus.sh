@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/) with pipelab itself: schedule
 # JSON and CSV from `pipelab show`, model and GPU specs as shipped, a measured profile from
-# `pipelab profile`, results from `simulate`, `compare` and `run`, Megatron layout strings and a
-# launch script. Small configurations keep every seed a few KB, so libFuzzer's mutations stay fast.
+# `pipelab profile`, results from `simulate`, `compare` and `run`, Megatron layout strings, a
+# launch script and AutoModel YAML configs. Small configurations keep every seed a few KB, so
+# libFuzzer's mutations stay fast.
 #   fuzz/make_corpus.sh [path/to/pipelab]      (default build/apps/pipelab)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pipelab="${1:-build/apps/pipelab}"
 out=fuzz/corpus
 rm -rf "$out"
-mkdir -p "$out"/{schedule_json,schedule_csv,model_spec,gpu_spec,profile,pipeline_layout,result,pasted_args}
+mkdir -p "$out"/{schedule_json,schedule_csv,model_spec,gpu_spec,profile,pipeline_layout,result,pasted_args,automodel_yaml}
 
 for s in gpipe 1f1b interleaved-1f1b zb-h1 zb-v dualpipe dualpipev; do
   vp=1
@@ -38,4 +39,8 @@ printf '%s' 'E|t*3|(t|)*2tL' > "$out/pipeline_layout/repeats"
 cp tests/data/apps/megatron_llama3_70b.sh "$out/pasted_args/llama3_70b.sh"
 printf '%s' '--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --num_layers 8 --micro-batch-size 1 --global-batch-size 16' \
   > "$out/pasted_args/short"
+# pipelab writes no YAML: the AutoModel seeds are the test config and a pasted distributed: block.
+cp tests/data/apps/automodel_llama3_70b.yaml "$out/automodel_yaml/llama3_70b.yaml"
+printf '%s\n' 'strategy: megatron_fsdp' 'tp_size: 2' 'pp_size: 2' 'ep_size: 2' 'zero_dp_strategy: 3' 'activation_checkpointing: selective' \
+  'pipeline:' '  pp_schedule: 1F1B' '  pp_microbatch_size: 2' > "$out/automodel_yaml/distributed_block.yaml"
 echo "fuzz corpora: $(find "$out" -type f | wc -l) seeds in $out ($(du -sh "$out" | cut -f1))"
