@@ -99,6 +99,15 @@ endforeach()
 file(WRITE ${gen}/csv_20000_ranks.csv "${rows}")
 cli_test(csv_20000_ranks 0 ARGS validate ${gen}/csv_20000_ranks.csv REGEX "OK  pp=20000 stages=20000 microbatches=1" TIMEOUT 20)
 
+# A failed check (exit 1), not bad input: one microbatch index of 299999 in a 25-byte file breaks
+# exactly-once 1.2 million times; the report lists 1000 and counts the rest (fuzz finding: hundreds of MB).
+cli_test(failed_check_many_problems 1 ARGS validate ${bad}/schedule_microbatch_299999.csv
+         REGEX "INVALID, [0-9]+ problem\\(s\\).*\\[exactly-once\\] rank 0: missing forward 0F1 .*and [0-9]+ more problems \\(the first 1000 are listed\\)"
+         TIMEOUT 60)
+# Not a regular file: its size is unknown, so reading stops past the 256 MiB limit.
+cli_test(bad_schedule_endless_file 2 ARGS validate /dev/zero
+         REGEX "schedule file '/dev/zero' holds more than 268435456 bytes; pipelab reads files of at most 268435456 bytes" TIMEOUT 60)
+
 # --- result files (pipelab report) -----------------------------------------------------------------
 cli_test(bad_result_time_2e64 2 ARGS report ${bad}/result_time_2e64.json --out ${tmp}/bad.md
          REGEX "timeline\\[0\\]: field \"end_ns\" must be an integer below 2\\^63, got integer 18446744073709551615")
@@ -115,10 +124,18 @@ cli_test(bad_result_kind_is_a_number 2 ARGS report ${bad}/result_kind_number.jso
 cli_test(result_one_event_on_rank_1e6 0 ARGS report ${bad}/result_rank_1e6.json --out ${tmp}/sparse.html
          OUT ${tmp}/sparse.html MAX_BYTES 200000 TIMEOUT 30)
 
-# --- pasted arguments -------------------------------------------------------------------------------------
+# --- pasted arguments and layouts: the same ranges and products as the flags ----------------------------
+cli_test(bad_megatron_args_tp_pp_2e20 2 ARGS simulate --model llama3-8b
+         --megatron-args "--tensor-model-parallel-size 1048576 --pipeline-model-parallel-size 1048576"
+         REGEX "tp\\*pp\\*cp = 1048576\\*1048576\\*1 exceeds the limit of 1048576")
+cli_test(bad_automodel_tp_1e9 2 ARGS simulate --model llama3-8b --automodel-yaml ${bad}/automodel_tp_1e9.yaml
+         REGEX "--tp: Value 999999999 not in range 1 to 1048576")
 # A model: block without pretrained_model_name_or_path ended in "internal error: invalid node" (fuzz finding).
 cli_test(automodel_model_without_id 0 ARGS simulate --model llama3-8b --gpus 4 --automodel-yaml ${bad}/automodel_model_without_id.yaml
          REGEX "tp=2 pp=2")
+# A layout of only commas was read as one empty stage (fuzz finding).
+cli_test(bad_layout_only_commas 2 ARGS ${sim2_8b} --pipeline-model-parallel-layout ",,"
+         REGEX "pipeline_layout ',,', column 1: an empty layout")
 
 # --- the runtime's mock model ---------------------------------------------------------------------------
 cli_test(bad_mock_model_larger_than_the_host 2 ARGS ${run2} --hidden 65536 --ffn 262144 --heads 64 --seq 4096 --mbs 16
