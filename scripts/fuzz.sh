@@ -2,8 +2,8 @@
 # Runs every libFuzzer target of fuzz/ (one per parser) for a bounded time, starting from its seed
 # corpus (fuzz/corpus/<target>, made by fuzz/make_corpus.sh) and its regression inputs.
 # Usage: scripts/fuzz.sh [--seconds N] [target ...]     (default: 10 s each, every target)
-# Builds the targets in build-asan/ (clang, ASan + UBSan, the same build as
-# `scripts/test.sh --sanitize asan`) unless $PIPELAB_BUILD_DIR names another. New inputs go to
+# Builds the targets in build-asan/ (clang, ASan + UBSan: scripts/build-sanitized.sh asan, the build
+# `scripts/test.sh --sanitize asan` tests) unless $PIPELAB_BUILD_DIR names another. New inputs go to
 # out/fuzz/corpus/<target>/, crashes, leaks and timeouts to out/fuzz/findings/<target>/; the script
 # fails when a target finds one. Without clang it says so and exits 0. For a longer campaign see
 # docs/testing.md ("Fuzzing").
@@ -19,8 +19,7 @@ if ! command -v clang++ > /dev/null; then
   exit 0
 fi
 build_dir="${PIPELAB_BUILD_DIR:-build-asan}"
-CC=clang CXX=clang++ PIPELAB_BUILD_DIR="$build_dir" PIPELAB_BUILD_TARGETS=fuzz scripts/build.sh \
-  -DPIPELAB_SANITIZE=address,undefined -DPIPELAB_FUZZ=ON -DPIPELAB_CUDA=OFF -DPIPELAB_BUILD_BENCH=OFF > /dev/null
+PIPELAB_BUILD_DIR="$build_dir" PIPELAB_BUILD_TARGETS=fuzz scripts/build-sanitized.sh asan > /dev/null
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
   for dir in fuzz/corpus/*/; do targets+=("$(basename "$dir")"); done
