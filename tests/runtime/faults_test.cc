@@ -44,15 +44,14 @@ TEST(RuntimeFaults, ATransportErrorOnOneRankEndsEveryRankWithThatError) {
   for (const char* name : {"1f1b", "zb-v", "dualpipev"}) {
     SCOPED_TRACE(name);
     const Schedule s = lowered(name, 3, 0, 6);
-    std::vector<std::unique_ptr<NullBackend>> owned;
-    for (int r = 0; r < 3; ++r) owned.push_back(std::make_unique<NullBackend>(s.shape, r, kBytes));
+    testing::OwnedNullBackends owned(s, kBytes);
     RunOptions o;
     o.iterations = 2;
     o.executor.timeout = std::chrono::seconds(60);  // ending by the watchdog would take a minute
     const auto start = std::chrono::steady_clock::now();
     try {
       run_inprocess(
-          s, [&](int r) { return std::make_unique<testing::ForwardingBackend>(*owned[static_cast<std::size_t>(r)]); }, o,
+          s, owned.factory(), o,
           [](int rank, Transport& inproc, Backend&) -> std::unique_ptr<Transport> {
             if (rank == 1) return std::make_unique<FailingLink>(inproc, 3);
             return std::make_unique<testing::ForwardingTransport>(inproc);
@@ -65,10 +64,7 @@ TEST(RuntimeFaults, ATransportErrorOnOneRankEndsEveryRankWithThatError) {
       EXPECT_THAT(e.what(), HasSubstr("transport: link to rank"));
     }
     EXPECT_LT(Seconds(std::chrono::steady_clock::now() - start).count(), 10.0) << "the ranks waited for their watchdog";
-    for (const auto& b : owned) {
-      EXPECT_EQ(b->pool().outstanding(), 0) << "buffers leaked";
-      EXPECT_EQ(b->state_bytes(), 0) << "state not discarded";
-    }
+    owned.expect_released();
   }
 }
 

@@ -1,10 +1,14 @@
 // Helpers shared by the runtime tests: tiny models, lowered schedules, the schedule matrix.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "pipelab/runtime/backend.h"
+#include "pipelab/runtime/null_backend.h"
 #include "pipelab/runtime/transport.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
@@ -69,6 +73,29 @@ class ForwardingBackend : public runtime::Backend {
 
  private:
   runtime::Backend& b_;
+};
+
+/// One NullBackend per rank of a schedule, owned by the test and lent to a run through
+/// ForwardingBackend, so that after a run that failed the test can check what each rank left.
+class OwnedNullBackends {
+ public:
+  OwnedNullBackends(const Schedule& s, std::size_t activation_bytes) {
+    for (int r = 0; r < s.shape.ranks; ++r) owned_.push_back(std::make_unique<runtime::NullBackend>(s.shape, r, activation_bytes));
+  }
+  /// The backend factory for run_inprocess: rank r borrows the r-th backend.
+  auto factory() {
+    return [this](int r) { return std::make_unique<ForwardingBackend>(*owned_[static_cast<std::size_t>(r)]); };
+  }
+  /// Every buffer is back in its pool and every rank's state is discarded.
+  void expect_released() const {
+    for (const auto& b : owned_) {
+      EXPECT_EQ(b->pool().outstanding(), 0) << "buffers leaked";
+      EXPECT_EQ(b->state_bytes(), 0) << "state not discarded";
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<runtime::NullBackend>> owned_;
 };
 
 /// A block small enough that a whole pipeline iteration takes well under a millisecond.
