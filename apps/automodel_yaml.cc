@@ -174,18 +174,10 @@ void read_block(const Reader& r, const YAML::Node& block, const std::string& pat
   }
 }
 
-}  // namespace
-
-AutoModelFlags automodel_yaml_flags(std::string_view yaml_text, std::string_view context) {
-  const Reader r(context);
-  YAML::Node root;
-  try {
-    root = YAML::Load(std::string(yaml_text));
-  } catch (const YAML::Exception& e) {
-    throw InputError(std::string(context) + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
-  if (!root.IsMap()) throw InputError(std::string(context) + ": expected an AutoModel config (a mapping with a distributed: block)");
-
+// The flags of a parsed config (a mapping). `root` is not const: yaml-cpp's non-const operator[]
+// gives an undefined node for a missing key, the const one an invalid node that throws when asked
+// its type (so every lookup on a const node tests IsDefined() first).
+AutoModelFlags read_config(const Reader& r, YAML::Node root) {
   AutoModelFlags out;
   // A whole config has `distributed:`; a pasted block alone starts with its keys.
   const bool whole = root["distributed"].IsDefined();
@@ -209,8 +201,10 @@ AutoModelFlags automodel_yaml_flags(std::string_view yaml_text, std::string_view
     }
   }
   // The model by its Hugging Face id, when a preset has that id as an alias.
-  if (const YAML::Node model = root["model"]; model.IsMap() && model["pretrained_model_name_or_path"].IsScalar()) {
-    const std::string id = model["pretrained_model_name_or_path"].Scalar();
+  const YAML::Node model = root["model"];
+  if (const YAML::Node id_node = model.IsMap() ? model["pretrained_model_name_or_path"] : YAML::Node();
+      id_node.IsDefined() && id_node.IsScalar()) {  // a missing key is an invalid node: test IsDefined first
+    const std::string id = id_node.Scalar();
     if (has_model_preset(id)) {
       out.words.insert(out.words.end(), {"--model", id});
     } else {
@@ -225,6 +219,27 @@ AutoModelFlags automodel_yaml_flags(std::string_view yaml_text, std::string_view
     }
   }
   return out;
+}
+
+}  // namespace
+
+AutoModelFlags automodel_yaml_flags(std::string_view yaml_text, std::string_view context) {
+  const auto refuse = [&](const YAML::Exception& e, const char* what) {
+    const std::string line = e.mark.is_null() ? "" : ":" + std::to_string(e.mark.line + 1);
+    return InputError(std::string(context) + line + ": " + what + e.msg);
+  };
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw refuse(e, "not valid YAML: ");
+  }
+  if (!root.IsMap()) throw InputError(std::string(context) + ": expected an AutoModel config (a mapping with a distributed: block)");
+  try {
+    return read_config(Reader(context), root);
+  } catch (const YAML::Exception& e) {  // a node of a shape the tables do not expect: bad input, not an internal error
+    throw refuse(e, "unexpected YAML structure: ");
+  }
 }
 
 }  // namespace pipelab::app

@@ -44,7 +44,7 @@ void add_validate_command(CLI::App& root, int& exit_code) {
                 << " actions=" << s.action_count() << (s.has_comms() ? " (lowered)" : "") << "\n";
       exit_code = 0;
     } else {
-      std::cout << o->path << ": INVALID, " << v.diagnostics.size() << " problem(s)\n" << v.report(s);
+      std::cout << o->path << ": INVALID, " << v.problems() << " problem(s)\n" << v.report(s);
       exit_code = 1;
     }
   });

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/limits.h"
 #include "pipelab/profiles/presets.h"
 
 namespace pipelab::app {
@@ -68,6 +69,25 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--tp-comm-overlap", "tp_comm_overlap", "true", "TE userbuffers TP overlap (accepted; not modelled yet)"},
 };
 
+// Products of flag values are formed below before ParallelConfig's rules run: refuse the ones that
+// pass pipelab's limits (docs/validation.md, "Limits") before they are multiplied in int.
+void check_flag_products(const ConfigFlags& f) {
+  const auto text = [](auto... v) {
+    std::string out;
+    ((out += (out.empty() ? "" : "*") + std::to_string(v)), ...);
+    return out;
+  };
+  const std::int64_t base = limits::product_within({f.tp, f.pp, f.cp}, limits::kMaxWorldSize, "tp*pp*cp", text(f.tp, f.pp, f.cp));
+  // dp as resolve_flags derives it: --dp, else --gpus / (tp*pp*cp), else 4.
+  const std::int64_t dp = f.dp > 0 ? f.dp : f.gpus > 0 ? std::max<std::int64_t>(1, f.gpus / base) : 4;
+  limits::product_within({base, dp}, limits::kMaxWorldSize, "world size tp*pp*cp*dp", text(f.tp, f.pp, f.cp, dp));
+  if (f.gbs == 0) {
+    const int microbatches = f.microbatches > 0 ? f.microbatches : 32;
+    limits::product_within({f.mbs, dp, microbatches}, limits::kMaxGlobalBatch, "global batch mbs*dp*microbatches",
+                           text(f.mbs, dp, microbatches));
+  }
+}
+
 }  // namespace
 
 void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
@@ -81,7 +101,8 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--num-layers-per-virtual-pipeline-stage", c.layers_per_virtual_stage,
-                  "Megatron's way to give vp: vp = (num_layers / pp) / this");
+                  "Megatron's way to give vp: vp = (num_layers / pp) / this")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--cp,--context-parallel-size", c.cp, "Context-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--ep,--expert-model-parallel-size", c.ep, "Expert-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--dp,--data-parallel-size", c.dp, "Data-parallel size (0 = derive from --gpus)")->check(CLI::Range(0, 1 << 30));
@@ -180,6 +201,7 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
 }
 
 ResolvedConfig resolve_flags(const ConfigFlags& f) {
+  check_flag_products(f);
   ResolvedConfig out;
   out.model = load_model(f.model);
   for (const auto& [field, value] : f.model_overrides) apply_override(out.model, field, value);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/names.h"
 
 namespace pipelab::kernels {
 
@@ -37,6 +38,18 @@ void BlockShape::validate() const {
   if (std::int64_t{3} * hidden > INT_MAX) {
     throw InputError("BlockShape: 3*hidden=" + std::to_string(std::int64_t{3} * hidden) +
                      " exceeds " + std::to_string(INT_MAX));
+  }
+  // The counts below are int64: bound the largest, one layer's F+I+W FLOPs (at most
+  // T*H*(24H + 18F + 12*seq)) and the bytes BlockSaved keeps (at most 4*(12TH + mbs*heads*seq^2 + 3TF
+  // + 2T)), in floating point so the bound itself cannot overflow.
+  const double t = static_cast<double>(tokens()), h = hidden, f = ffn, s = seq;
+  const double flops = t * h * (24 * h + 18 * f + 12 * s);
+  const double bytes = 4 * (12 * t * h + static_cast<double>(mbs) * heads * s * s + 3 * t * f + 2 * t);
+  constexpr double kMaxCount = 4611686018427387904.0;  // 2^62
+  if (flops > kMaxCount || bytes > kMaxCount) {
+    throw InputError("BlockShape: mbs=" + std::to_string(mbs) + ", seq=" + std::to_string(seq) + ", hidden=" + std::to_string(hidden) +
+                     ", ffn=" + std::to_string(ffn) + ", heads=" + std::to_string(heads) + " give a layer of about " +
+                     number_text(flops) + " FLOPs and " + number_text(bytes) + " bytes per microbatch; the limit is 2^62 of each");
   }
 }
 

@@ -32,6 +32,7 @@ struct Field {
 
 // ---- command-line text ------------------------------------------------------------------------
 
+
 /// "--num-layers" / "num-layers" -> "num_layers".
 inline std::string normalize_key(std::string_view key) {
   while (!key.empty() && key.front() == '-') key.remove_prefix(1);

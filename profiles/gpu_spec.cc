@@ -2,7 +2,6 @@
 #include <pipelab/profiles/gpu_spec.h>
 
 #include <cmath>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -55,16 +54,6 @@ const std::array kFields = {
     Field{"reserved_memory_bytes", &GpuSpec::reserved_memory_bytes, true},
 };
 
-std::string num(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
-
-}  // namespace
-
-namespace {
-
 double curve_efficiency(const std::vector<GemmEfficiencyPoint>& curve, double flops) {
   if (curve.empty()) return 1.0;
   if (flops <= curve.front().flops) return curve.front().efficiency;
@@ -79,17 +68,36 @@ double curve_efficiency(const std::vector<GemmEfficiencyPoint>& curve, double fl
   return curve.back().efficiency;
 }
 
-// A curve's points: positive flops, strictly increasing, efficiencies in (0, 1].
-void check_curve(const std::vector<GemmEfficiencyPoint>& curve, std::string_view field, std::vector<std::string>& errors) {
-  for (std::size_t i = 0; i < curve.size(); ++i) {
+// The ranges of a GPU's numbers (docs/validation.md, "Limits"): each a factor of 1000 or more
+// beyond any GPU built, in both directions, so that a finite but absurd value (a peak of 1e-300
+// TFLOPS, a latency of 1e300 ns) is refused here instead of turning into times no clock can hold.
+constexpr double kMinRate = 1e-3, kMaxRate = 1e6;         // TFLOPS and GB/s
+constexpr double kMaxLatencyNs = 1e9;                     // one second per message or launch
+constexpr double kMinEfficiency = 1e-3;                   // achieved / peak
+constexpr double kMaxGemmFlops = 1e30;                    // an efficiency-curve point
+constexpr std::int64_t kMaxHbmBytes = std::int64_t{1} << 50;  // 1 PiB
+constexpr int kMaxGpusPerNode = 1 << 16;
+constexpr int kMaxSmCount = 1 << 16;
+constexpr std::size_t kMaxCurvePoints = 1000;
+
+// A curve's points (1 to kMaxCurvePoints of them when required, else 0 or that many): FLOPs in
+// (0, kMaxGemmFlops], strictly increasing, efficiencies in [kMinEfficiency, 1].
+void check_curve(const std::vector<GemmEfficiencyPoint>& curve, std::string_view field, bool required, std::vector<std::string>& errors) {
+  if ((required && curve.empty()) || curve.size() > kMaxCurvePoints) {
+    errors.push_back(std::string(field) + " must have " + (required ? "1" : "0") + " to " + std::to_string(kMaxCurvePoints) +
+                     " points, got " + std::to_string(curve.size()));
+  }
+  for (std::size_t i = 0; i < curve.size() && i < kMaxCurvePoints; ++i) {
     const auto& point = curve[i];
     const std::string at = std::string(field) + "[" + std::to_string(i) + "]";
-    if (!(point.flops > 0)) errors.push_back(at + ".flops=" + num(point.flops) + " must be positive");
-    if (!(point.efficiency > 0 && point.efficiency <= 1)) {
-      errors.push_back(at + ".efficiency=" + num(point.efficiency) + " must be in (0, 1]");
+    if (!(point.flops > 0 && point.flops <= kMaxGemmFlops)) {
+      errors.push_back(at + ".flops=" + number_text(point.flops) + " must be positive and at most " + number_text(kMaxGemmFlops));
+    }
+    if (!(point.efficiency >= kMinEfficiency && point.efficiency <= 1)) {
+      errors.push_back(at + ".efficiency=" + number_text(point.efficiency) + " must be in [" + number_text(kMinEfficiency) + ", 1]");
     }
     if (i > 0 && !(point.flops > curve[i - 1].flops)) {
-      errors.push_back(at + ".flops=" + num(point.flops) + " must be greater than the previous point's");
+      errors.push_back(at + ".flops=" + number_text(point.flops) + " must be greater than the previous point's");
     }
   }
 }
@@ -111,32 +119,32 @@ double GpuSpec::peak_tflops(Precision precision) const {
 
 void validate(const GpuSpec& g, std::string_view context) {
   std::vector<std::string> errors;
-  auto positive = [&](std::string_view field, double value) {
-    if (!(value > 0)) errors.push_back(std::string(field) + "=" + num(value) + " must be positive");
-  };
-  auto fraction = [&](std::string_view field, double value) {
-    if (!(value > 0 && value <= 1)) errors.push_back(std::string(field) + "=" + num(value) + " must be in (0, 1]");
+  auto within = [&](std::string_view field, double value, double min, double max) {
+    if (!(value >= min && value <= max)) errors.push_back(std::string(field) + "=" + number_text(value) + " must be in [" + number_text(min) + ", " + number_text(max) + "]");
   };
   if (g.name.empty()) errors.push_back("name must not be empty");
-  positive("peak_bf16_tflops", g.peak_bf16_tflops);
-  if (g.peak_fp8_tflops < 0) errors.push_back("peak_fp8_tflops=" + num(g.peak_fp8_tflops) + " must be >= 0");
-  positive("hbm_bytes", static_cast<double>(g.hbm_bytes));
-  positive("hbm_bandwidth_gbps", g.hbm_bandwidth_gbps);
-  positive("nvlink_bandwidth_gbps", g.nvlink_bandwidth_gbps);
-  positive("nic_bandwidth_gbps", g.nic_bandwidth_gbps);
-  positive("gpus_per_node", g.gpus_per_node);
-  if (g.nvlink_latency_ns < 0) errors.push_back("nvlink_latency_ns must be >= 0");
-  if (g.nic_latency_ns < 0) errors.push_back("nic_latency_ns must be >= 0");
-  if (g.kernel_launch_overhead_ns < 0) errors.push_back("kernel_launch_overhead_ns must be >= 0");
-  if (g.gemm_efficiency_curve.empty()) errors.push_back("gemm_efficiency_curve must have at least one point");
-  check_curve(g.gemm_efficiency_curve, "gemm_efficiency_curve", errors);
-  check_curve(g.fp8_gemm_efficiency_curve, "fp8_gemm_efficiency_curve", errors);
+  within("peak_bf16_tflops", g.peak_bf16_tflops, kMinRate, kMaxRate);
+  if (g.peak_fp8_tflops != 0) within("peak_fp8_tflops", g.peak_fp8_tflops, kMinRate, kMaxRate);  // 0: no FP8 tensor cores
+  if (g.hbm_bytes <= 0 || g.hbm_bytes > kMaxHbmBytes) {
+    errors.push_back("hbm_bytes=" + std::to_string(g.hbm_bytes) + " must be in [1, " + std::to_string(kMaxHbmBytes) + "]");
+  }
+  within("hbm_bandwidth_gbps", g.hbm_bandwidth_gbps, kMinRate, kMaxRate);
+  within("nvlink_bandwidth_gbps", g.nvlink_bandwidth_gbps, kMinRate, kMaxRate);
+  within("nic_bandwidth_gbps", g.nic_bandwidth_gbps, kMinRate, kMaxRate);
+  within("gpus_per_node", g.gpus_per_node, 1, kMaxGpusPerNode);
+  within("nvlink_latency_ns", g.nvlink_latency_ns, 0, kMaxLatencyNs);
+  within("nic_latency_ns", g.nic_latency_ns, 0, kMaxLatencyNs);
+  within("kernel_launch_overhead_ns", g.kernel_launch_overhead_ns, 0, kMaxLatencyNs);
+  check_curve(g.gemm_efficiency_curve, "gemm_efficiency_curve", true, errors);
+  check_curve(g.fp8_gemm_efficiency_curve, "fp8_gemm_efficiency_curve", false, errors);
   if (!g.fp8_gemm_efficiency_curve.empty() && g.peak_fp8_tflops <= 0) {
     errors.push_back("fp8_gemm_efficiency_curve needs peak_fp8_tflops > 0");
   }
-  if (g.sm_count < 0) errors.push_back("sm_count=" + std::to_string(g.sm_count) + " must be >= 0 (0 = unknown)");
-  fraction("memory_bandwidth_efficiency", g.memory_bandwidth_efficiency);
-  fraction("collective_efficiency", g.collective_efficiency);
+  if (g.sm_count < 0 || g.sm_count > kMaxSmCount) {
+    errors.push_back("sm_count=" + std::to_string(g.sm_count) + " must be in [0, " + std::to_string(kMaxSmCount) + "] (0 = unknown)");
+  }
+  within("memory_bandwidth_efficiency", g.memory_bandwidth_efficiency, kMinEfficiency, 1);
+  within("collective_efficiency", g.collective_efficiency, kMinEfficiency, 1);
   if (g.reserved_memory_bytes < 0 || g.reserved_memory_bytes >= g.hbm_bytes) {
     errors.push_back("reserved_memory_bytes=" + std::to_string(g.reserved_memory_bytes) +
                      " must be >= 0 and below hbm_bytes=" + std::to_string(g.hbm_bytes));

@@ -2,6 +2,7 @@
 #include "pipelab/profiles/measured_profile.h"
 
 #include <array>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@ namespace pipelab {
 namespace {
 
 using nlohmann::json;
+
 
 // One table per JSON object of the format; each drives reading and writing that object.
 using OpField = detail::Field<OpTimes, std::int64_t>;
@@ -102,20 +104,50 @@ const std::vector<std::string>& top_keys() {
   return keys;
 }
 
+// The ranges of a profile's numbers (docs/validation.md, "Limits"): the mock model's sizes as the
+// run and profile commands accept them, op times up to 10^13 ns (hours per layer), FLOPs up to
+// 10^18 per layer, a P2P bandwidth of 0 (not measured) or within [1e3, 1e15] B/s.
+constexpr std::int64_t kMaxOpNs = 10'000'000'000'000;  // 1e13
+constexpr double kMaxLayerFlops = 1e18;
+constexpr double kMinBandwidth = 1e3, kMaxBandwidth = 1e15;
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
+constexpr std::size_t kMaxSamples = 1000;
+
 // The sanity rules of a profile that parsed; ConfigError listing every broken one.
 void check_values(const MeasuredProfile& p, std::string_view context) {
   std::vector<std::string> errors;
-  for (auto [name, v] : {std::pair{"hidden", p.hidden}, {"ffn", p.ffn}, {"heads", p.heads}, {"seq", p.seq}, {"mbs", p.mbs},
-                         {"layers_per_stage", p.layers_per_stage}}) {
-    if (v < 1) errors.push_back(std::string("model.") + name + "=" + std::to_string(v) + " must be >= 1");
+  for (auto [name, v, max] : {std::tuple{"hidden", p.hidden, 65536}, {"ffn", p.ffn, 262144}, {"heads", p.heads, 4096}, {"seq", p.seq, 65536},
+                              {"mbs", p.mbs, 4096}, {"layers_per_stage", p.layers_per_stage, 1024}}) {
+    if (v < 1 || v > max) errors.push_back(std::string("model.") + name + "=" + std::to_string(v) + " must be in [1, " + std::to_string(max) + "]");
   }
   for (auto [name, t] : {std::pair{"per_layer", p.per_layer}, {"per_stage", p.per_stage}}) {
-    if (t.f_ns < 0 || t.i_ns < 0 || t.w_ns < 0 || t.b_ns < 0 || t.fb_ns < 0) errors.push_back(std::string(name) + " op times must be >= 0");
+    for (auto [op, ns] : {std::pair{"f_ns", t.f_ns}, {"i_ns", t.i_ns}, {"w_ns", t.w_ns}, {"b_ns", t.b_ns}, {"fb_ns", t.fb_ns}}) {
+      if (ns < 0 || ns > kMaxOpNs) {
+        errors.push_back(std::string(name) + "." + op + "=" + std::to_string(ns) + " must be in [0, " + std::to_string(kMaxOpNs) + "]");
+      }
+    }
   }
-  if (p.activation_bytes < 0) errors.push_back("activation_bytes must be >= 0");
+  if (p.loss_ns < 0 || p.loss_ns > kMaxOpNs) errors.push_back("loss_ns=" + std::to_string(p.loss_ns) + " must be in [0, " + std::to_string(kMaxOpNs) + "]");
+  for (auto [name, flops] : {std::pair{"f", p.flops_f}, {"i", p.flops_i}, {"w", p.flops_w}}) {
+    if (!(flops >= 0 && flops <= kMaxLayerFlops)) errors.push_back(std::string("flops_per_layer.") + name + "=" + number_text(flops) + " must be in [0, 1e+18]");
+  }
+  if (p.activation_bytes < 0 || p.activation_bytes > kMaxBytes) {
+    errors.push_back("activation_bytes=" + std::to_string(p.activation_bytes) + " must be in [0, " + std::to_string(kMaxBytes) + "]");
+  }
   if (p.threads_per_rank < 1 || p.concurrency < 1) errors.push_back("threads_per_rank and concurrency must be >= 1");
-  if (p.loss_ns < 0) errors.push_back("loss_ns must be >= 0");
-  if (p.p2p.latency_ns < 0 || p.p2p.bandwidth_bytes_per_s < 0) errors.push_back("p2p latency and bandwidth must be >= 0");
+  if (p.p2p.latency_ns < 0 || p.p2p.latency_ns > kMaxOpNs) {
+    errors.push_back("p2p.latency_ns=" + std::to_string(p.p2p.latency_ns) + " must be in [0, " + std::to_string(kMaxOpNs) + "]");
+  }
+  if (p.p2p.bandwidth_bytes_per_s != 0 && !(p.p2p.bandwidth_bytes_per_s >= kMinBandwidth && p.p2p.bandwidth_bytes_per_s <= kMaxBandwidth)) {
+    errors.push_back("p2p.bandwidth_bytes_per_s=" + number_text(p.p2p.bandwidth_bytes_per_s) + " must be 0 (not measured) or in [1000, 1e+15]");
+  }
+  if (p.p2p.samples.size() > kMaxSamples) errors.push_back("p2p.samples has " + std::to_string(p.p2p.samples.size()) + " entries; at most 1000");
+  for (std::size_t i = 0; i < p.p2p.samples.size() && i < kMaxSamples; ++i) {
+    const P2PSample& sample = p.p2p.samples[i];
+    if (sample.bytes < 0 || sample.bytes > kMaxBytes || sample.ns < 0 || sample.ns > kMaxOpNs) {
+      errors.push_back("p2p.samples[" + std::to_string(i) + "] needs bytes in [0, 2^40] and ns in [0, 1e13]");
+    }
+  }
   if (!errors.empty()) throw ConfigError(context_prefix(context) + "profile: " + join(errors, "; "));
 }
 

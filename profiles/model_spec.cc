@@ -1,8 +1,10 @@
 // ModelSpec: field table, strict JSON, overrides, sanity rules and parameter counts.
 #include <pipelab/profiles/model_spec.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -55,9 +57,11 @@ const std::array kFields = {
 
 // Megatron's default when --ffn-hidden-size is not given (arguments.py): 4h, or 2/3 of that rounded
 // down to a multiple of 64 with SwiGLU.
+// Computed in 64 bits and capped at INT_MAX, so an absurd hidden_size reaches validate() (which
+// names it) instead of overflowing here.
 int default_ffn_hidden_size(int hidden_size, bool swiglu) {
-  if (!swiglu) return 4 * hidden_size;
-  return static_cast<int>((4.0 * hidden_size * 2 / 3) / 64) * 64;
+  const std::int64_t ffn = swiglu ? static_cast<std::int64_t>((4.0 * hidden_size * 2 / 3) / 64) * 64 : std::int64_t{4} * hidden_size;
+  return static_cast<int>(std::clamp<std::int64_t>(ffn, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
 }
 
 std::int64_t norm_params(const ModelSpec& m, std::int64_t width) {
@@ -200,8 +204,57 @@ const std::vector<std::string>& model_spec_keys() {
   return keys;
 }
 
+namespace {
+
+// Upper bounds of the sizes (docs/validation.md, "Limits"), far beyond any published model; with
+// them every parameter count below fits in int64 (the largest product, layers x experts x
+// 3 x hidden x expert width, stays under 2^62), so total_params() can be checked against
+// kMaxParams instead of overflowing.
+constexpr std::int64_t kMaxLayers = 4096, kMaxHidden = 1 << 17, kMaxFfn = 1 << 19, kMaxHeads = 1 << 12,
+                       kMaxHeadDim = 1 << 14, kMaxVocab = 1 << 24, kMaxSeq = 1 << 24, kMaxExperts = 1 << 12,
+                       kMaxLoraRank = 1 << 17, kMaxMtpLayers = 64;
+constexpr double kMaxParams = 1e15;  // a thousand times the largest published model
+
+struct SizeLimit {
+  std::string_view field;
+  int ModelSpec::* member;
+  std::int64_t max;
+};
+const std::array kSizeLimits = {
+    SizeLimit{"num_layers", &ModelSpec::num_layers, kMaxLayers},
+    SizeLimit{"hidden_size", &ModelSpec::hidden_size, kMaxHidden},
+    SizeLimit{"ffn_hidden_size", &ModelSpec::ffn_hidden_size, kMaxFfn},
+    SizeLimit{"num_attention_heads", &ModelSpec::num_attention_heads, kMaxHeads},
+    SizeLimit{"num_query_groups", &ModelSpec::num_query_groups, kMaxHeads},
+    SizeLimit{"kv_channels", &ModelSpec::kv_channels, kMaxHeadDim},
+    SizeLimit{"vocab_size", &ModelSpec::vocab_size, kMaxVocab},
+    SizeLimit{"seq_length", &ModelSpec::seq_length, kMaxSeq},
+    SizeLimit{"window_size", &ModelSpec::window_size, kMaxSeq},
+    SizeLimit{"window_attn_skip_freq", &ModelSpec::window_attn_skip_freq, kMaxLayers},
+    SizeLimit{"num_experts", &ModelSpec::num_experts, kMaxExperts},
+    SizeLimit{"moe_router_topk", &ModelSpec::moe_router_topk, kMaxExperts},
+    SizeLimit{"moe_ffn_hidden_size", &ModelSpec::moe_ffn_hidden_size, kMaxFfn},
+    SizeLimit{"moe_shared_expert_intermediate_size", &ModelSpec::moe_shared_expert_intermediate_size, kMaxFfn},
+    SizeLimit{"moe_layer_freq", &ModelSpec::moe_layer_freq, kMaxLayers},
+    SizeLimit{"num_dense_layers", &ModelSpec::num_dense_layers, kMaxLayers},
+    SizeLimit{"q_lora_rank", &ModelSpec::q_lora_rank, kMaxLoraRank},
+    SizeLimit{"kv_lora_rank", &ModelSpec::kv_lora_rank, kMaxLoraRank},
+    SizeLimit{"qk_head_dim", &ModelSpec::qk_head_dim, kMaxHeadDim},
+    SizeLimit{"qk_pos_emb_head_dim", &ModelSpec::qk_pos_emb_head_dim, kMaxHeadDim},
+    SizeLimit{"v_head_dim", &ModelSpec::v_head_dim, kMaxHeadDim},
+    SizeLimit{"mtp_num_layers", &ModelSpec::mtp_num_layers, kMaxMtpLayers},
+};
+
+}  // namespace
+
 void validate(const ModelSpec& m, std::string_view context) {
   std::vector<std::string> errors;
+  for (const SizeLimit& limit : kSizeLimits) {
+    if (m.*limit.member > limit.max) {
+      errors.push_back(std::string(limit.field) + "=" + str(m.*limit.member) + " must be at most " + str(limit.max));
+    }
+  }
+  const bool sizes_in_range = errors.empty();
   auto positive = [&](std::string_view field, std::int64_t value) {
     if (value <= 0) errors.push_back(std::string(field) + "=" + str(value) + " must be positive");
   };
@@ -243,7 +296,7 @@ void validate(const ModelSpec& m, std::string_view context) {
     non_negative("moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size);
     positive("moe_layer_freq", m.moe_layer_freq);
     non_negative("num_dense_layers", m.num_dense_layers);
-    if (m.num_layers > 0 && m.moe_layer_freq > 0 && m.num_dense_layers >= 0 && m.num_moe_layers() == 0) {
+    if (sizes_in_range && m.num_layers > 0 && m.moe_layer_freq > 0 && m.num_dense_layers >= 0 && m.num_moe_layers() == 0) {
       errors.push_back("num_experts=" + str(m.num_experts) + " but no layer is MoE (num_dense_layers=" +
                        str(m.num_dense_layers) + ", moe_layer_freq=" + str(m.moe_layer_freq) +
                        ", num_layers=" + str(m.num_layers) + ")");
@@ -264,6 +317,10 @@ void validate(const ModelSpec& m, std::string_view context) {
   non_negative("window_size", m.window_size);
   non_negative("window_attn_skip_freq", m.window_attn_skip_freq);
   non_negative("mtp_num_layers", m.mtp_num_layers);
+  // Every size is in range and positive where it must be, so the counts cannot overflow.
+  if (errors.empty() && static_cast<double>(m.total_params()) > kMaxParams) {
+    errors.push_back("the model has " + str(m.total_params()) + " parameters, more than the limit of 1e15");
+  }
   if (errors.empty()) return;
 
   throw ConfigError(context_prefix(context) + "model '" + m.name + "': " + join(errors, "; "));

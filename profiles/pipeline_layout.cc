@@ -235,9 +235,9 @@ std::string PipelineLayout::to_megatron() const {
 }
 
 Result<PipelineLayout> parse_pipeline_layout(std::string_view text) {
-  if (text.empty()) return ParseError{"an empty layout", 1, 1};
   Result<std::string> flat = LayoutParser(text).parse();
   if (!flat) return flat.error();
+  if (flat.value().empty()) return ParseError{"an empty layout", 1, 1};  // "", or only commas: nothing to write back
   PipelineLayout layout;
   layout.stages.emplace_back();
   for (const char c : flat.value()) {

@@ -13,6 +13,7 @@
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
 #include "pipelab/base/json_reader.h"
+#include "pipelab/base/limits.h"
 #include "pipelab/reports/result.h"
 #include "result_fields.h"
 
@@ -22,9 +23,22 @@ namespace {
 using nlohmann::json;
 using detail::read_summary;
 
+// Every number of the flat tables is a time, a byte or FLOP count, a rank or a ratio: none may be
+// negative; integers fit their member (a rank below limits::kMaxWorldSize), reals are finite and at
+// most limits::kMaxFlops, so no renderer's sum or product of them overflows.
+std::int64_t checked_count(const JsonReader& r, std::string_view key, std::int64_t value, std::int64_t max) {
+  if (value < 0 || value > max) r.fail_key(key, "must be in [0, " + std::to_string(max) + "], got " + std::to_string(value));
+  return value;
+}
+double checked_real(const JsonReader& r, std::string_view key, double value) {
+  if (!(value >= 0 && value <= limits::kMaxFlops)) r.fail_key(key, "must be in [0, 1e30], got " + number_text(value));
+  return value;
+}
+
 // Reads every field of `fields` from `r`'s object into `out`.
 template <class T, std::size_t N>
 void read_fields(const JsonReader& r, const std::array<detail::Field<T>, N>& fields, T& out) {
+  constexpr std::int64_t kMaxInt64 = std::numeric_limits<std::int64_t>::max();
   for (const detail::Field<T>& f : fields) {
     if (!f.required && !r.has(f.key)) continue;
     std::visit(
@@ -33,11 +47,19 @@ void read_fields(const JsonReader& r, const std::array<detail::Field<T>, N>& fie
           if constexpr (std::is_same_v<Value, bool>) {
             out.*member = r.get_bool(f.key);
           } else if constexpr (std::is_same_v<Value, double>) {
-            out.*member = r.get_double(f.key);
+            out.*member = checked_real(r, f.key, r.get_double(f.key));
           } else if constexpr (std::is_same_v<Value, std::vector<std::int64_t>>) {
-            out.*member = r.array(f.key, "an array of integers").integrals();
+            const JsonArrayReader values = r.array(f.key, "an array of integers");
+            if (values.size() > static_cast<std::size_t>(limits::kMaxWorldSize)) {
+              values.fail("has " + std::to_string(values.size()) + " entries, more than the limit of " + std::to_string(limits::kMaxWorldSize));
+            }
+            out.*member = values.integrals();
+            for (std::size_t i = 0; i < values.size(); ++i) {
+              if ((out.*member)[i] < 0) values.fail("[" + std::to_string(i) + "] must not be negative, got " + std::to_string((out.*member)[i]));
+            }
           } else {
-            out.*member = static_cast<Value>(r.get_integral(f.key));
+            const std::int64_t max = std::is_same_v<Value, int> ? limits::kMaxWorldSize - 1 : kMaxInt64;
+            out.*member = static_cast<Value>(checked_count(r, f.key, r.get_integral(f.key), max));
           }
         },
         f.member);
@@ -54,13 +76,18 @@ RankRow read_rank(const JsonReader& r) {
 MemorySeries read_memory_series(const JsonReader& r) {
   constexpr std::string_view kPair = "a [time_ns, bytes] pair of integers";
   MemorySeries m;
-  m.rank = static_cast<int>(r.get_integral("rank"));
+  m.rank = static_cast<int>(checked_count(r, "rank", r.get_integral("rank"), limits::kMaxWorldSize - 1));
   const JsonArrayReader samples = r.array("samples", "an array of [time_ns, bytes] pairs");
   m.samples.reserve(samples.size());
   for (std::size_t k = 0; k < samples.size(); ++k) {
     const JsonArrayReader pair = samples.array(k, kPair);
     if (pair.size() != 2) pair.fail("must be " + std::string(kPair));
-    m.samples.emplace_back(pair.get_integral(0), pair.get_integral(1));
+    const std::int64_t time_ns = pair.get_integral(0), bytes = pair.get_integral(1);
+    if (time_ns < -limits::kMaxSimulatedNs || time_ns > limits::kMaxSimulatedNs || bytes < 0) {
+      pair.fail("needs a time within +-" + std::to_string(limits::kMaxSimulatedNs) + " ns and bytes >= 0, got [" + std::to_string(time_ns) +
+                ", " + std::to_string(bytes) + "]");
+    }
+    m.samples.emplace_back(time_ns, bytes);
   }
   std::stable_sort(m.samples.begin(), m.samples.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   return m;
@@ -68,13 +95,16 @@ MemorySeries read_memory_series(const JsonReader& r) {
 
 DeviceActivity read_device_activity(const JsonReader& r) {
   DeviceActivity a;
-  a.rank = static_cast<int>(r.get_integral("rank"));
+  a.rank = static_cast<int>(checked_count(r, "rank", r.get_integral("rank"), limits::kMaxWorldSize - 1));
   a.name = r.get_string("name");
   a.start_ns = r.get_integral("start_ns");
   a.end_ns = r.get_integral("end_ns");
   a.bytes = r.get_integral("bytes");
   a.action = r.get_string("action");
-  if (a.rank < 0 || a.end_ns < a.start_ns) r.fail("needs rank >= 0 and end_ns >= start_ns");
+  const auto within = [](std::int64_t ns) { return ns >= -limits::kMaxSimulatedNs && ns <= limits::kMaxSimulatedNs; };
+  if (a.end_ns < a.start_ns || !within(a.start_ns) || !within(a.end_ns) || a.bytes < 0) {
+    r.fail("needs end_ns >= start_ns, both within +-" + std::to_string(limits::kMaxSimulatedNs) + " ns, and bytes >= 0");
+  }
   return a;
 }
 

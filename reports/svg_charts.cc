@@ -33,6 +33,26 @@ std::int64_t stated_peak_memory(const TimelineResult& run, int rank) {
   return -1;
 }
 
+// The rows of a timeline's lanes: one per rank with events, and one per run of consecutive ranks
+// without any, so the drawing grows with the events, not with the highest rank number (a result
+// with one event on rank 1,000,000 draws three rows, not a million).
+struct LaneRow {
+  std::size_t first_rank, last_rank;
+  bool empty;
+};
+std::vector<LaneRow> lane_rows(const Timeline& t) {
+  std::vector<LaneRow> rows;
+  for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    const bool empty = t.ranks[r].empty();
+    if (empty && !rows.empty() && rows.back().empty) {
+      rows.back().last_rank = r;
+    } else {
+      rows.push_back({r, r, empty});
+    }
+  }
+  return rows;
+}
+
 }  // namespace
 
 void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleResult& s, const TimeAxis& axis) {
@@ -40,8 +60,10 @@ void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleR
   for (const TimelineResult& run : s.runs) ranks = std::max(ranks, run.timeline.ranks.size());
   const bool several = s.runs.size() > 1;
   double height = 8;
+  std::vector<std::vector<LaneRow>> rows_of_runs;
   for (const TimelineResult& run : s.runs) {
-    height += (several ? kBlockLabelH : 0) + kRowPitch * static_cast<double>(std::max<std::size_t>(1, run.timeline.ranks.size()));
+    rows_of_runs.push_back(lane_rows(run.timeline));
+    height += (several ? kBlockLabelH : 0) + kRowPitch * static_cast<double>(std::max<std::size_t>(1, rows_of_runs.back().size()));
   }
   const double rows_bottom = height;
   height += kAxisH;
@@ -63,7 +85,8 @@ void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleR
   os << "</g>";
 
   double y = 8;
-  for (const TimelineResult& run : s.runs) {
+  for (std::size_t k = 0; k < s.runs.size(); ++k) {
+    const TimelineResult& run = s.runs[k];
     if (several) {
       os << "<text class=\"block-label\" x=\"4\" y=\"" << px(y + 14) << "\">" << html_escape(run.source) << "</text>";
       y += kBlockLabelH;
@@ -75,7 +98,16 @@ void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleR
       os << "<text class=\"empty\" x=\"" << px(kLeft + 8) << "\" y=\"" << px(y + 16) << "\">empty timeline (no events)</text>";
       y += kRowPitch;
     }
-    for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    for (const LaneRow& row : rows_of_runs[k]) {
+      if (row.empty && row.first_rank != row.last_rank) {
+        os << "<g class=\"rank empty\" data-ranks=\"" << row.first_rank << "-" << row.last_rank << "\"><text class=\"rank-label\" x=\""
+           << px(kLeft - 8) << "\" y=\"" << px(y + 14) << "\">ranks " << row.first_rank << "\u2013" << row.last_rank
+           << "</text><text class=\"empty\" x=\"" << px(kLeft + 8) << "\" y=\"" << px(y + 14) << "\">no events on these "
+           << with_commas(static_cast<std::int64_t>(row.last_rank - row.first_rank + 1)) << " ranks</text></g>";
+        y += kRowPitch;
+        continue;
+      }
+      const std::size_t r = row.first_rank;
       os << "<g class=\"rank\" data-rank=\"" << r << "\" data-source=\"" << attr(run.source) << "\">";
       os << "<text class=\"rank-label\" x=\"" << px(kLeft - 8) << "\" y=\"" << px(y + 14) << "\">rank " << r << "</text>";
       os << "<rect class=\"lane\" x=\"" << px(kLeft) << "\" y=\"" << px(y) << "\" width=\"" << px(kPlotWidth)

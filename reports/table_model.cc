@@ -148,30 +148,8 @@ Verdict fidelity_verdict(const std::vector<FidelityRow>& rows) {
   return v;
 }
 
-}  // namespace
-
-ComparisonTable build_comparison(std::vector<ReportInput> inputs) {
-  ComparisonTable t;
-  t.inputs = std::make_shared<const std::vector<ReportInput>>(std::move(inputs));
-  const std::vector<ReportInput>& in = *t.inputs;
-  t.multi_input = in.size() > 1;
-  for (const ReportInput& input : in) {
-    for (const ScheduleResult& s : input.schedules) {
-      if (s.failed()) t.failed.push_back({&input, &s});
-    }
-  }
-  for_each_timeline(in, [&](const ReportInput& input, const ScheduleResult& s, const TimelineResult& run) {
-    t.rows.push_back(make_row(input, s, run));
-  });
-  format_cells(t.rows);
-  mark_best(t.rows);
-  t.footer.push_back(count_line(t));
-  if (!t.rows.empty()) t.footer.push_back(memory_verdict(t));
-  t.fidelity = fidelity_rows(in);
-  if (!t.fidelity.empty()) t.footer.push_back(fidelity_verdict(t.fidelity));
-  return t;
-}
-
+// One row per run result's schedule, with `input` pointing into `inputs`: private to
+// build_comparison, whose table owns the inputs the rows point into.
 std::vector<FidelityRow> fidelity_rows(const std::vector<ReportInput>& inputs) {
   std::vector<FidelityRow> out;
   for (const ReportInput& in : inputs) {
@@ -207,6 +185,30 @@ std::vector<FidelityRow> fidelity_rows(const std::vector<ReportInput>& inputs) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+ComparisonTable build_comparison(std::vector<ReportInput> inputs) {
+  ComparisonTable t;
+  t.inputs = std::make_shared<const std::vector<ReportInput>>(std::move(inputs));
+  const std::vector<ReportInput>& in = *t.inputs;
+  t.multi_input = in.size() > 1;
+  for (const ReportInput& input : in) {
+    for (const ScheduleResult& s : input.schedules) {
+      if (s.failed()) t.failed.push_back({&input, &s});
+    }
+  }
+  for_each_timeline(in, [&](const ReportInput& input, const ScheduleResult& s, const TimelineResult& run) {
+    t.rows.push_back(make_row(input, s, run));
+  });
+  format_cells(t.rows);
+  mark_best(t.rows);
+  t.footer.push_back(count_line(t));
+  if (!t.rows.empty()) t.footer.push_back(memory_verdict(t));
+  t.fidelity = fidelity_rows(in);
+  if (!t.fidelity.empty()) t.footer.push_back(fidelity_verdict(t.fidelity));
+  return t;
 }
 
 }  // namespace detail

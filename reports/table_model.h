@@ -81,7 +81,7 @@ inline constexpr std::string_view kMakespanErrorDefinition = "makespan error = p
 
 /// Predicted-vs-measured rows for run results: the producer's `comparison` figures, formatted.
 struct FidelityRow {
-  const ReportInput* input = nullptr;
+  const ReportInput* input = nullptr;  // into ComparisonTable::inputs
   std::string schedule;
   std::string makespan_error;    // "%", signed; "-" when the result has none
   std::string bubble_predicted;  // "%"; "-" when the result has none
@@ -91,8 +91,6 @@ struct FidelityRow {
   std::string gradients;         // "passed (max rel 3.1e-07)", "FAILED (...)", or ""
   bool within = false;           // within_fidelity() of the figures (a missing one is never within)
 };
-/// One row per run result's schedule, with `input` pointing into `inputs`.
-std::vector<FidelityRow> fidelity_rows(const std::vector<ReportInput>& inputs);
 
 // --- the table -------------------------------------------------------------------------------
 
@@ -103,7 +101,7 @@ struct ComparisonTable {
   bool multi_input = false;            // more than one input: rows carry the input name
   std::vector<TableRow> rows;          // one per timeline, in input then schedule order
   std::vector<FailedSchedule> failed;  // schedules the configuration broke, in input order
-  std::vector<FidelityRow> fidelity;   // fidelity_rows(inputs): one per run result's schedule
+  std::vector<FidelityRow> fidelity;   // one per run result's schedule
   std::vector<Verdict> footer;         // count line, memory verdict, fidelity verdict (runs)
 };
 

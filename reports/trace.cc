@@ -47,6 +47,7 @@ std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
     }
     const Timeline& t = bl.run->timeline;
     for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+      if (t.ranks[r].empty()) continue;  // no process for a rank without events (a sparse result stays small)
       const auto pid = static_cast<std::int64_t>(b * stride + r);
       emit({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
             {"args", {{"name", prefix + "rank " + std::to_string(r)}}}});

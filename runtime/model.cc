@@ -1,16 +1,27 @@
 // ModelConfig checks and the FLOPs of an action.
 #include "pipelab/runtime/backend.h"
 
+#include <algorithm>
 #include <string>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/names.h"
+#include "pipelab/kernels/shape.h"
 
 namespace pipelab::runtime {
 
 void ModelConfig::validate() const {
   block.validate();
-  if (layers_per_stage < 1) {
-    throw InputError("model: layers_per_stage=" + std::to_string(layers_per_stage) + " must be >= 1");
+  if (layers_per_stage < 1 || layers_per_stage > kMaxLayersPerStage) {
+    throw InputError("model: layers_per_stage=" + std::to_string(layers_per_stage) + " must be in [1, " +
+                     std::to_string(kMaxLayersPerStage) + "]");
+  }
+  // A stage's kept bytes (layers x a block's, mock_stage_activation) must be an int64 too.
+  const double stage_bytes = static_cast<double>(layers_per_stage) *
+                             static_cast<double>(std::max(kernels::saved_bytes(block), kernels::stash_bytes(block)));
+  if (stage_bytes > 4611686018427387904.0) {  // 2^62
+    throw InputError("model: layers_per_stage=" + std::to_string(layers_per_stage) + " blocks of this shape keep about " +
+                     number_text(stage_bytes) + " bytes per microbatch; the limit is 2^62");
   }
 }
 

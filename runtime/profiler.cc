@@ -14,6 +14,7 @@
 #include "pipelab/runtime/inproc_transport.h"
 #include "pipelab/runtime/machine.h"
 #include "pipelab/runtime/rank_threads.h"
+#include "pipelab/runtime/run_support.h"
 
 namespace pipelab::runtime {
 namespace {
@@ -125,6 +126,7 @@ MeasuredProfile measure_compute(const ProfileOptions& o) {
   if (o.concurrency < 1) throw InputError("profile: concurrency=" + std::to_string(o.concurrency) + " must be >= 1");
   kernels::set_blas_threads(1);
   const int threads = std::min(o.concurrency, hardware_cores());
+  require_host_memory(cpu_profile_memory_bytes(o.model, threads), "profile");
 
   MeasuredProfile p = profile_header(o, "cpu", threads);
   p.device = cpu_model_name();

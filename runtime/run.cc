@@ -15,6 +15,7 @@
 #include "pipelab/runtime/inproc_transport.h"
 #include "pipelab/runtime/machine.h"
 #include "pipelab/runtime/rank_threads.h"
+#include "pipelab/runtime/run_support.h"
 #include "pipelab/schedules/validate.h"
 
 namespace pipelab::runtime {
@@ -217,6 +218,7 @@ RunResult run_inprocess(const Schedule& lowered, const BackendFactory& make_back
 
 RunResult run_cpu_inprocess(const Schedule& lowered, const ModelConfig& model, const RunOptions& options) {
   model.validate();
+  require_host_memory(cpu_run_memory_bytes(lowered, model, 0, lowered.shape.ranks), "run");
   kernels::set_blas_threads(1);
   return run_inprocess(
       lowered, [&](int rank) { return std::make_unique<CpuBackend>(model, lowered.shape, rank); }, options);
@@ -264,6 +266,7 @@ RunResult run_cpu_distributed(const Schedule& lowered, const ModelConfig& model,
   if (!transport) throw InputError("run: the transport factory made no transport");
   const int rank = transport->rank();
   // Processes may each be bound to one core by the launcher: count the node's cores.
+  require_host_memory(cpu_run_memory_bytes(lowered, model, rank, 1), "run (rank " + std::to_string(rank) + ")");
   if (options.pin_threads && lowered.shape.ranks <= online_cores()) pin_current_thread(rank);
   backend.emplace(model, lowered.shape, rank);  // after pinning: first-touch memory near the rank's core
   return run_distributed(lowered, *backend, *transport, options);

@@ -2,6 +2,7 @@
 #include "pipelab/runtime/run_support.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <unistd.h>
 
@@ -95,6 +96,56 @@ std::string core_sharing_warning(int ranks, int cores) {
 std::int64_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
   return pages > 0 && size > 0 ? static_cast<std::int64_t>(pages) * size : 0;
+}
+
+namespace {
+
+// One stage's weights and gradients (fp32), as CpuBackend::static_bytes counts them.
+double stage_static_bytes(const ModelConfig& model) {
+  return 2.0 * static_cast<double>(kernels::param_count(model.block)) * model.layers_per_stage * sizeof(float);
+}
+
+// What one microbatch in flight holds on a stage: its kept activations, and the activation and
+// gradient buffers crossing the stage's boundaries.
+double microbatch_bytes(const ModelConfig& model) {
+  return static_cast<double>(mock_stage_activation(model).bytes) + 2.0 * static_cast<double>(model.activation_bytes());
+}
+
+std::string gib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  return text;
+}
+
+}  // namespace
+
+double cpu_run_memory_bytes(const Schedule& lowered, const ModelConfig& model, int first_rank, int ranks) {
+  double total = 0;
+  for (int r = first_rank; r < first_rank + ranks && r < lowered.shape.ranks; ++r) {
+    std::int64_t held = 0, most = 0;
+    for (const Slot& slot : lowered.ranks[static_cast<std::size_t>(r)]) {
+      if (!slot) continue;
+      if (slot->op == Op::F) ++held;
+      if (slot->op == Op::B || slot->op == Op::W) --held;  // OVERLAP_F_B starts one and ends another
+      most = std::max(most, held);
+    }
+    total += static_cast<double>(lowered.shape.stages_of_rank(r).size()) * stage_static_bytes(model) +
+             static_cast<double>(most + 1) * microbatch_bytes(model);
+  }
+  return total;
+}
+
+double cpu_profile_memory_bytes(const ModelConfig& model, int threads) {
+  return threads * (stage_static_bytes(model) + 2 * microbatch_bytes(model));
+}
+
+void require_host_memory(double needed_bytes, std::string_view what) {
+  const std::int64_t have = physical_memory_bytes();
+  if (have > 0 && needed_bytes > static_cast<double>(have)) {
+    throw InputError(std::string(what) + ": the mock model needs about " + gib(needed_bytes) + " of host memory (weights, gradients and " +
+                     "the activations of the microbatches in flight), more than this machine's " + gib(static_cast<double>(have)) +
+                     " of physical memory; use a smaller --hidden, --ffn, --seq, --mbs or --layers-per-stage");
+  }
 }
 
 }  // namespace pipelab::runtime

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <set>
 
+#include "pipelab/base/limits.h"
 #include "pipelab/schedules/formats.h"
 #include "shape_inference.h"
 
@@ -26,14 +27,28 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
   std::size_t i = 0;
   // Trailing newlines end the last row; they do not start empty ones.
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return ParseError{"empty schedule file", 1, 1};
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return ParseError{"empty schedule file", 1, 1};
+  if (text[first] == '{' || text[first] == '[') {
+    const std::string_view before = text.substr(0, first);
+    const auto line_start = before.rfind('\n');
+    return ParseError{"this is JSON, not a PyTorch CSV schedule (read it as JSON: --format json or auto)",
+                      1 + static_cast<int>(std::count(before.begin(), before.end(), '\n')),
+                      static_cast<int>(line_start == std::string_view::npos ? first : first - line_start - 1) + 1};
+  }
+  std::size_t cells = 0;  // actions and idle steps, bounded before they are stored
   while (i <= text.size()) {
+    if (ranks.size() >= static_cast<std::size_t>(limits::kMaxWorldSize)) {
+      return ParseError{"more than " + std::to_string(limits::kMaxWorldSize) + " rows (ranks; the limit)", line, 1};
+    }
     const std::size_t end = std::min(text.find('\n', i), text.size());
     std::string_view row = text.substr(i, end - i);
     if (!row.empty() && row.back() == '\r') row.remove_suffix(1);
     std::vector<Slot> slots;
     std::vector<int> slot_columns;
-    if (!row.empty()) {
+    // A blank row is a rank without actions; idle cells exist only between commas, so that to_csv
+    // writes every row back as it was read.
+    if (row.find_first_not_of(" \t") != std::string_view::npos) {
       std::size_t col = 0;
       while (col <= row.size()) {
         const std::size_t comma = std::min(row.find(',', col), row.size());
@@ -43,6 +58,9 @@ Result<Schedule> parse_csv(std::string_view text, CsvFormat format, std::string 
         if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
           cell = cell.substr(1, cell.size() - 2);
           ++column;
+        }
+        if (static_cast<long long>(++cells) > kMaxScheduleActions) {
+          return ParseError{"more than " + std::to_string(kMaxScheduleActions) + " cells (actions and idle steps; the limit)", line, column};
         }
         slot_columns.push_back(column);
         if (cell.find_first_not_of(" \t") == std::string_view::npos) {

@@ -29,9 +29,14 @@ std::vector<std::vector<Slot>> read_ranks(const JsonReader& r) {
   const json& lists = r.get("ranks");
   if (!lists.is_array()) r.fail_type("ranks", "an array of per-rank lists");
   std::vector<std::vector<Slot>> ranks;
+  std::size_t entries = 0;
   for (std::size_t rank = 0; rank < lists.size(); ++rank) {
     const json& row = lists[rank];
     if (!row.is_array()) throw InputError("ranks[" + std::to_string(rank) + "] must be an array");
+    entries += row.size();
+    if (static_cast<long long>(entries) > kMaxScheduleActions) {
+      throw InputError("field \"ranks\" holds more than " + std::to_string(kMaxScheduleActions) + " entries (the limit)");
+    }
     std::vector<Slot> slots;
     for (std::size_t i = 0; i < row.size(); ++i) {
       const std::string where = "ranks[" + std::to_string(rank) + "][" + std::to_string(i) + "]";
@@ -78,11 +83,14 @@ Schedule read_schedule(const json& j, std::string name) {
   }
   s.shape.placement = r.has("placement") ? r.get_parsed("placement", parse_placement) : Placement::Loop;
   if (r.has("stage_to_rank")) {
-    const json& map = r.get("stage_to_rank");
-    if (!map.is_array()) r.fail_type("stage_to_rank", "an array of ranks");
-    for (const json& v : map) {
-      if (!v.is_number_integer()) r.fail_type("stage_to_rank", "an array of integer ranks");
-      s.shape.stage_to_rank.push_back(v.get<int>());
+    const JsonArrayReader map = r.array("stage_to_rank", "an array of integer ranks");
+    for (std::size_t st = 0; st < map.size(); ++st) {
+      const std::int64_t rank = map.get_integral(st);
+      if (rank < 0 || rank >= s.shape.ranks) {
+        throw InputError("field \"stage_to_rank\"[" + std::to_string(st) + "]=" + std::to_string(rank) + " must be a rank in [0, pp=" +
+                         std::to_string(s.shape.ranks) + ")");
+      }
+      s.shape.stage_to_rank.push_back(static_cast<int>(rank));
     }
     if (static_cast<int>(s.shape.stage_to_rank.size()) != s.shape.stages) {
       throw InputError("field \"stage_to_rank\" has " + std::to_string(s.shape.stage_to_rank.size()) + " entries but \"stages\" is " +

@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
+#include <optional>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/limits.h"
 
 namespace pipelab {
 namespace {
@@ -125,10 +128,18 @@ Schedule make_schedule(std::string_view name, const ScheduleOptions& options) {
   // Every (stage, microbatch) has an F, a backward and possibly a W: refuse sizes that would not fit
   // in memory rather than fail deep inside an allocation.
   // ZB-V pads every rank to max(m, 2P-1) microbatches, so count that.
-  const long long actions = 3LL * o.pp * o.vp * std::max(o.microbatches, 2 * o.pp - 1);
-  if (actions > kMaxScheduleActions) {
+  // Multiplied in 64 bits with a check: pp, vp and microbatches may each be up to 2^30 here.
+  std::int64_t actions = 3;
+  bool overflow = false;
+  for (const std::int64_t factor : {std::int64_t{o.pp}, std::int64_t{o.vp}, std::max<std::int64_t>(o.microbatches, 2LL * o.pp - 1)}) {
+    const std::optional<std::int64_t> next = limits::checked_mul(actions, factor);
+    overflow = overflow || !next;
+    actions = next.value_or(std::numeric_limits<std::int64_t>::max());
+  }
+  if (overflow || actions > kMaxScheduleActions) {
     throw ScheduleError(info.name + " with pp=" + std::to_string(o.pp) + ", vp=" + std::to_string(o.vp) + ", microbatches=" +
-                        std::to_string(o.microbatches) + " has about " + std::to_string(actions) + " actions; the limit is " +
+                        std::to_string(o.microbatches) + " has about " + (overflow ? std::string("2^63 or more") : std::to_string(actions)) +
+                        " actions; the limit is " +
                         std::to_string(kMaxScheduleActions));
   }
   return info.make(o);

@@ -8,6 +8,7 @@
 
 #include "pipelab/base/error.h"
 #include "pipelab/base/json_reader.h"
+#include "pipelab/base/limits.h"
 #include "pipelab/base/names.h"
 
 namespace pipelab {
@@ -54,17 +55,31 @@ Timeline timeline_from_json(const nlohmann::json& j) {
   for (std::size_t i = 0; i < j.size(); ++i) {
     const JsonReader e(j[i], "timeline[" + std::to_string(i) + "]", KeyNames::fields("a timeline event"), kEventKeys);
     const std::int64_t rank = e.get_int64("rank");
-    if (rank < 0 || rank > 1'000'000) e.fail_key("rank", "must be a non-negative integer");
+    if (rank < 0 || rank >= limits::kMaxWorldSize) {
+      e.fail_key("rank", "must be in [0, " + std::to_string(limits::kMaxWorldSize - 1) + "], got " + std::to_string(rank));
+    }
     TimelineEvent ev;
     Result<Action> action = parse_action(e.get_string("action"));
     if (!action) e.fail_key("action", "is not an action: " + action.error().message);
     ev.action = action.value();
     ev.stream = e.get_parsed("stream", parse_stream);
-    ev.start_ns = e.get_int64("start_ns");
-    ev.end_ns = e.get_int64("end_ns");
+    // Times within +-kMaxSimulatedNs, so that durations and sums of them cannot overflow.
+    const auto time_ns = [&](std::string_view key) {
+      const std::int64_t ns = e.get_int64(key);
+      if (ns < -limits::kMaxSimulatedNs || ns > limits::kMaxSimulatedNs) {
+        e.fail_key(key, "must be within +-" + std::to_string(limits::kMaxSimulatedNs) + " ns, got " + std::to_string(ns));
+      }
+      return ns;
+    };
+    ev.start_ns = time_ns("start_ns");
+    ev.end_ns = time_ns("end_ns");
     if (ev.end_ns < ev.start_ns) e.fail_key("end_ns", "is before start_ns");
     ev.bytes = e.get_int64("bytes", 0);
+    if (ev.bytes < 0) e.fail_key("bytes", "must not be negative, got " + std::to_string(ev.bytes));
     ev.flops = e.get_double("flops", 0);
+    if (!(ev.flops >= 0 && ev.flops <= limits::kMaxFlops)) {
+      e.fail_key("flops", "must be in [0, 1e30], got " + number_text(ev.flops));
+    }
     if (t.ranks.size() <= static_cast<std::size_t>(rank)) t.ranks.resize(static_cast<std::size_t>(rank) + 1);
     t.ranks[static_cast<std::size_t>(rank)].push_back(ev);
   }

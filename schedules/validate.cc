@@ -33,6 +33,10 @@ class Checker {
 
  private:
   void add(int rank, int pos, std::string rule, std::string msg) {
+    if (out_.diagnostics.size() >= Validation::kMaxListed) {
+      ++out_.omitted;
+      return;
+    }
     out_.diagnostics.push_back({rank, pos, std::move(rule), std::move(msg)});
   }
 
@@ -192,15 +196,22 @@ class Checker {
       for (int mb = 0; mb < shape_.microbatches; ++mb) {
         if (shape_.chain_of_microbatch(mb) != shape_.chain_of_stage(st)) continue;
         const Count& c = at(st, mb);
+        const bool missing_f = c.f == 0, missing_b = c.b == 0 && c.i == 0, missing_w = c.i > 0 && c.w == 0;
+        const bool b_and_w = c.b > 0 && c.w > 0 && c.i == 0;
+        if (!(missing_f || missing_b || missing_w || b_and_w)) continue;
+        if (out_.diagnostics.size() >= Validation::kMaxListed) {  // only counted: no message to build
+          out_.omitted += static_cast<std::size_t>(missing_f) + missing_b + missing_w + b_and_w;
+          continue;
+        }
         const int owner = shape_.rank_of(st);
         const std::string key = "stage " + std::to_string(st) + " microbatch " + std::to_string(mb);
-        if (c.f == 0) add(owner, -1, "exactly-once", "missing forward " + cell(Action::make(Op::F, st, mb)) + " (" + key + ")");
-        if (c.b == 0 && c.i == 0) {
+        if (missing_f) add(owner, -1, "exactly-once", "missing forward " + cell(Action::make(Op::F, st, mb)) + " (" + key + ")");
+        if (missing_b) {
           add(owner, -1, "exactly-once", "missing backward " + cell(Action::make(Op::B, st, mb)) + " or " +
                                              cell(Action::make(Op::I, st, mb)) + " (" + key + ")");
         }
-        if (c.i > 0 && c.w == 0) add(owner, -1, "exactly-once", "missing weight-grad " + cell(Action::make(Op::W, st, mb)) + " after its I");
-        if (c.b > 0 && c.w > 0 && c.i == 0) add(owner, -1, "exactly-once", key + " has both a full B and a W");
+        if (missing_w) add(owner, -1, "exactly-once", "missing weight-grad " + cell(Action::make(Op::W, st, mb)) + " after its I");
+        if (b_and_w) add(owner, -1, "exactly-once", key + " has both a full B and a W");
       }
     }
   }
@@ -300,6 +311,7 @@ std::string Validation::report(const Schedule& s) const {
     os << d.message << "\n";
     if (d.rank >= 0 && d.position >= 0) marked.emplace_back(d.rank, d.position);
   }
+  if (omitted > 0) os << "  ... and " << omitted << " more problems (the first " << Validation::kMaxListed << " are listed)\n";
   if (static_cast<int>(s.ranks.size()) == s.shape.ranks && !s.ranks.empty()) os << format_order_grid(s, marked);
   return os.str();
 }

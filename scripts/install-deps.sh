@@ -10,6 +10,7 @@ packages=(
   libopenblas-dev
   libopenmpi-dev openmpi-bin
   chromium
+  clang libclang-rt-dev  # sanitizer builds and the libFuzzer targets (scripts/test.sh --sanitize, scripts/fuzz.sh)
 )
 
 missing=()

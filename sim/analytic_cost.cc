@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "pipelab/base/limits.h"
 #include "pipelab/profiles/flops.h"
 #include "pipelab/sim/stage_layers.h"
 
@@ -82,10 +83,10 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     PassCost b = c.i;
     b += c.w;
     StageTotals t;
-    t.f_ns = std::llround(c.f.total_ns());
-    t.i_ns = std::llround(c.i.total_ns());
-    t.w_ns = std::llround(c.w.total_ns());
-    t.b_ns = std::llround(c.i.total_ns() + c.w.total_ns());
+    t.f_ns = limits::saturated_ns(c.f.total_ns());
+    t.i_ns = limits::saturated_ns(c.i.total_ns());
+    t.w_ns = limits::saturated_ns(c.w.total_ns());
+    t.b_ns = limits::saturated_ns(c.i.total_ns() + c.w.total_ns());
     t.f_flops = c.f.flops;
     t.i_flops = c.i.flops;
     t.w_flops = c.w.flops;
@@ -307,7 +308,7 @@ std::int64_t AnalyticCost::duration_ns(int, const Action& a) const {
     case Op::I: return t.i_ns;
     case Op::W: return t.w_ns;
     case Op::B: return t.b_ns;
-    case Op::OverlapFB: return std::llround(overlap_ns(a.stage, a.b_stage));
+    case Op::OverlapFB: return limits::saturated_ns(overlap_ns(a.stage, a.b_stage));
     default: return 0;
   }
 }
@@ -333,7 +334,7 @@ double AnalyticCost::flops(const Action& a) const {
 
 std::int64_t AnalyticCost::p2p_ns(std::int64_t bytes, int src_rank, int dst_rank) const {
   const Link link = layout_.pipeline_link(src_rank, dst_rank);
-  return static_cast<std::int64_t>(std::llround(link.latency_ns + static_cast<double>(bytes) / link.bandwidth_gbps));
+  return limits::saturated_ns(link.latency_ns + static_cast<double>(bytes) / link.bandwidth_gbps);
 }
 
 std::int64_t AnalyticCost::reduce_grad_bytes(int stage) const {
@@ -358,7 +359,7 @@ std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const {
     const double param_bytes = static_cast<double>(stage_param_elems_[static_cast<std::size_t>(stage)]) * (c.fp8_param_gather_enabled() ? 1.0 : kBf16Bytes);
     ns += collective_ns(param_bytes * (group - 1) / group, group - 1, link);
   }
-  return static_cast<std::int64_t>(std::llround(ns));
+  return limits::saturated_ns(ns);
 }
 
 }  // namespace pipelab::sim

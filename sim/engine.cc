@@ -7,6 +7,7 @@
 #include <string>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/limits.h"
 #include "pipelab/schedules/dependencies.h"
 #include "pipelab/schedules/replay.h"
 
@@ -27,6 +28,28 @@ struct Event {
 };
 
 constexpr std::int64_t kNotYet = -1;
+
+// Simulated time is bounded (limits::kMaxDurationNs per action or transfer, limits::kMaxSimulatedNs
+// in all): a cost that breaks a bound is refused with the bound, so the time arithmetic below
+// (a time plus a duration, both within the bounds) never overflows.
+std::int64_t checked_duration(std::int64_t ns, int rank, const Action& a, std::string_view what) {
+  if (ns < 0 || ns > limits::kMaxDurationNs) {
+    throw InputError("simulate: the " + std::string(what) + " of " + to_string(a) + " on rank " + std::to_string(rank) +
+                     (ns < 0 ? " is negative (" + std::to_string(ns) + " ns)" : " exceeds the limit of " + std::to_string(limits::kMaxDurationNs) +
+                                                                                  " ns (about 3 years) per action") +
+                     ": the model, GPU, profile or flags give an absurd cost");
+  }
+  return ns;
+}
+
+std::int64_t checked_end(std::int64_t start, std::int64_t ns, int rank, const Action& a) {
+  const std::int64_t end = start + ns;
+  if (end > limits::kMaxSimulatedNs) {
+    throw InputError("simulate: " + to_string(a) + " on rank " + std::to_string(rank) + " would end at " + std::to_string(end) +
+                     " ns, past the limit of simulated time " + std::to_string(limits::kMaxSimulatedNs) + " ns (about 3 years)");
+  }
+  return end;
+}
 
 class Engine {
  public:
@@ -106,12 +129,11 @@ class Engine {
         ++st.pos;
         continue;
       }
-      const std::int64_t duration = cost_.duration_ns(r, a);
-      result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(
-          TimelineEvent{a, Stream::Compute, now_, now_ + duration, 0, cost_.flops(a)});
+      const std::int64_t end = checked_end(now_, checked_duration(cost_.duration_ns(r, a), r, a, "duration"), r, a);
+      result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(TimelineEvent{a, Stream::Compute, now_, end, 0, cost_.flops(a)});
       allocate(r, a);
       st.busy = true;
-      st.free_at = now_ + duration;
+      st.free_at = end;
       push(st.free_at, EventKind::ActionDone, r, st.pos);
       return;
     }
@@ -134,7 +156,7 @@ class Engine {
     RankState& st = ranks_[static_cast<std::size_t>(r)];
     if (a.op == Op::ReduceGrad) {
       const std::int64_t start = std::max(now_, st.dp_link_free);
-      st.dp_link_free = start + cost_.reduce_grad_ns(r, a.stage);
+      st.dp_link_free = checked_end(start, checked_duration(cost_.reduce_grad_ns(r, a.stage), r, a, "reduction time"), r, a);
       if (st.dp_link_free > start) {
         result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(
             TimelineEvent{a, Stream::Collective, start, st.dp_link_free, cost_.reduce_grad_bytes(a.stage), 0});
@@ -147,7 +169,7 @@ class Engine {
     // Activations cross the boundary after the sender's stage; gradients the one after the receiver's.
     const std::int64_t bytes = cost_.boundary_bytes(a.op == Op::SendF ? a.stage : recv.stage);
     const std::int64_t start = std::max(now_, st.link_free);
-    const std::int64_t end = start + cost_.p2p_ns(bytes, r, dst);
+    const std::int64_t end = checked_end(start, checked_duration(cost_.p2p_ns(bytes, r, dst), r, a, "transfer time"), r, a);
     st.link_free = end;
     result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(TimelineEvent{a, Stream::Send, start, end, bytes, 0});
     result_.timeline.ranks[static_cast<std::size_t>(dst)].push_back(TimelineEvent{recv, Stream::Recv, start, end, bytes, 0});

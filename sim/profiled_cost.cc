@@ -4,6 +4,7 @@
 #include <string>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/limits.h"
 
 namespace pipelab::sim {
 
@@ -21,8 +22,16 @@ ProfiledCost::ProfiledCost(const MeasuredProfile& profile, const PipelineShape& 
   if (uses_stage_values_) {
     stage_ = s;
   } else {
-    const std::int64_t n = layers_per_stage;
-    stage_ = OpTimes{n * l.f_ns, n * l.i_ns, n * l.w_ns, n * l.b_ns, n * l.fb_ns};
+    // A stage of n layers; the profile's times are range-checked, n is not: refuse rather than overflow.
+    const auto times_n = [&](std::int64_t ns) {
+      const std::optional<std::int64_t> t = limits::checked_mul(layers_per_stage, ns);
+      if (!t || *t > limits::kMaxDurationNs) {
+        throw ConfigError("profiled cost: layers_per_stage=" + std::to_string(layers_per_stage) + " times a per-layer time of " +
+                          std::to_string(ns) + " ns exceeds the limit of " + std::to_string(limits::kMaxDurationNs) + " ns per action");
+      }
+      return *t;
+    };
+    stage_ = OpTimes{times_n(l.f_ns), times_n(l.i_ns), times_n(l.w_ns), times_n(l.b_ns), times_n(l.fb_ns)};
   }
   // Missing composite times fall back to their parts (no overlap benefit).
   if (stage_.b_ns <= 0) stage_.b_ns = stage_.i_ns + stage_.w_ns;

@@ -137,10 +137,32 @@ TEST(GpuSpecRules, ViolationsNameFieldAndRule) {
   gpu.reserved_memory_bytes = gpu.hbm_bytes;
   const std::string message = error_message<ConfigError>([&] { validate(gpu, "g.json"); });
   EXPECT_THAT(message, HasSubstr("g.json: gpu 'h100-sxm': "));
-  EXPECT_THAT(message, HasSubstr("gemm_efficiency_curve[1].efficiency=1.5 must be in (0, 1]"));
+  EXPECT_THAT(message, HasSubstr("gemm_efficiency_curve[1].efficiency=1.5 must be in [0.001, 1]"));
   EXPECT_THAT(message, HasSubstr("gemm_efficiency_curve[1].flops=1e+09 must be greater than the previous point's"));
-  EXPECT_THAT(message, HasSubstr("collective_efficiency=0 must be in (0, 1]"));
+  EXPECT_THAT(message, HasSubstr("collective_efficiency=0 must be in [0.001, 1]"));
   EXPECT_THAT(message, HasSubstr("reserved_memory_bytes=85899345920 must be >= 0 and below hbm_bytes"));
+}
+
+// Finite but absurd numbers are refused with their range, not turned into times no clock holds.
+TEST(GpuSpecRules, AbsurdFiniteValuesAreRefusedWithTheirRange) {
+  struct Case {
+    const char* key;
+    double value;
+    const char* message;
+  };
+  for (const Case& c : {Case{"peak_bf16_tflops", 1e-300, "peak_bf16_tflops=1e-300 must be in [0.001, 1e+06]"},
+                        Case{"nic_latency_ns", 1e300, "nic_latency_ns=1e+300 must be in [0, 1e+09]"},
+                        Case{"kernel_launch_overhead_ns", 1e18, "kernel_launch_overhead_ns=1e+18 must be in [0, 1e+09]"},
+                        Case{"nvlink_bandwidth_gbps", 1e-300, "nvlink_bandwidth_gbps=1e-300 must be in [0.001, 1e+06]"},
+                        Case{"hbm_bandwidth_gbps", -1, "hbm_bandwidth_gbps=-1 must be in [0.001, 1e+06]"}}) {
+    nlohmann::json json = to_json(gpu_preset("h100-sxm"));
+    json[c.key] = c.value;
+    EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }), HasSubstr(c.message)) << c.key;
+  }
+  nlohmann::json json = to_json(gpu_preset("h100-sxm"));
+  json["gemm_efficiency_curve"][0]["efficiency"] = 1e-300;
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("gemm_efficiency_curve[0].efficiency=1e-300 must be in [0.001, 1]"));
 }
 
 }  // namespace

@@ -53,7 +53,9 @@ TEST(LayoutGrammar, ErrorsNameTheColumn) {
            {"Et*0|L", 4, "at least 1"},
            {"E(tt|L", 7, "without a matching ')'"},
            {"Et)|L", 3, "without a matching '('"},
-           {"E t|L", 2, "unexpected ' '"}}) {
+           {"E t|L", 2, "unexpected ' '"},
+           {"", 1, "an empty layout"},
+           {",,", 1, "an empty layout"}}) {  // fuzz finding: ",," parsed to one empty stage, written back as ""
     const Result<PipelineLayout> r = parse_pipeline_layout(text);
     if (column == 0) {
       EXPECT_TRUE(r.ok()) << text;

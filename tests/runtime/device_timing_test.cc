@@ -38,39 +38,41 @@ class FakeClock final : public DeviceClock {
   Token next = 0;
 };
 
+// What a DeviceTimedNull counted. The test owns it: the run owns (and destroys) its backends.
+struct DeviceCalls {
+  int begun = 0, finished = 0;
+};
+
 // A NullBackend that claims to run asynchronously: its actions are timed by FakeClock markers and
 // it reports a device loss at the end of each iteration.
 class DeviceTimedNull final : public testing::ForwardingBackend {
  public:
-  DeviceTimedNull(const PipelineShape& shape, int rank) : ForwardingBackend(inner_), inner_(shape, rank, 64) {}
+  DeviceTimedNull(const PipelineShape& shape, int rank, DeviceCalls* calls = nullptr)
+      : ForwardingBackend(inner_), inner_(shape, rank, 64), calls_(calls ? calls : &own_calls_) {}
   DeviceClock* clock() override { return &clock_; }
   DeviceClock::Token begin_action(const Action&) override {
-    ++begun;
+    ++calls_->begun;
     return clock_.mark(nullptr);
   }
   DeviceClock::Token end_action(const Action&) override { return clock_.mark(nullptr); }
   double finish_iteration() override {
-    ++finished;
+    ++calls_->finished;
     return 0.25;
   }
   void synchronize() override { ADD_FAILURE() << "a device-timed backend must not be synchronized per action"; }
-  int begun = 0, finished = 0;
 
  private:
   NullBackend inner_;
   FakeClock clock_;
+  DeviceCalls own_calls_;
+  DeviceCalls* calls_;
 };
 
 TEST(DeviceTiming, ComputeEventsTakeTheirTimesFromTheClockMarkers) {
   const Schedule s = lowered("1f1b", 2, 1, 4);
-  std::vector<DeviceTimedNull*> backends(2, nullptr);
+  std::vector<DeviceCalls> calls(2);
   const RunResult r = run_inprocess(
-      s,
-      [&](int rank) {
-        auto b = std::make_unique<DeviceTimedNull>(s.shape, rank);
-        backends[static_cast<std::size_t>(rank)] = b.get();
-        return b;
-      },
+      s, [&](int rank) { return std::make_unique<DeviceTimedNull>(s.shape, rank, &calls[static_cast<std::size_t>(rank)]); },
       RunOptions{});
   ASSERT_EQ(r.iterations.size(), 1u);
   for (int rank = 0; rank < 2; ++rank) {
@@ -85,8 +87,8 @@ TEST(DeviceTiming, ComputeEventsTakeTheirTimesFromTheClockMarkers) {
       expected += 2;
     }
     EXPECT_EQ(compute, 8);  // 4 F + 4 B
-    EXPECT_EQ(backends[static_cast<std::size_t>(rank)]->begun, 8);
-    EXPECT_EQ(backends[static_cast<std::size_t>(rank)]->finished, 1);
+    EXPECT_EQ(calls[static_cast<std::size_t>(rank)].begun, 8);
+    EXPECT_EQ(calls[static_cast<std::size_t>(rank)].finished, 1);
   }
   // The loss the device reported at the end of the iteration, from both ranks, is the run's.
   EXPECT_DOUBLE_EQ(r.losses[0], 0.5);

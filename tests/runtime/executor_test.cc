@@ -175,15 +175,11 @@ TEST(Watchdog, NamesTheStuckActionAndWhatItWaitsFor) {
   }
 }
 
-// Forwards to a NullBackend the test owns, so its pool can be inspected after the run.
-using Borrowed = testing::ForwardingBackend;
-
 TEST(ErrorPropagation, FirstErrorIsReportedOthersStopAndBuffersAreFreed) {
   for (const char* name : {"1f1b", "zb-v", "dualpipev"}) {
     SCOPED_TRACE(name);
     const Schedule s = lowered(name, 3, 0, 6);
-    std::vector<std::unique_ptr<NullBackend>> owned;
-    for (int r = 0; r < 3; ++r) owned.push_back(std::make_unique<NullBackend>(s.shape, r, kBytes));
+    testing::OwnedNullBackends owned(s, kBytes);
     RunOptions o;
     o.iterations = 2;
     o.executor.timeout = std::chrono::seconds(60);  // a rank that did not stop would surface as a timeout
@@ -192,17 +188,14 @@ TEST(ErrorPropagation, FirstErrorIsReportedOthersStopAndBuffersAreFreed) {
       if (rank == 1 && pos == 9 && calls++ == 0) throw std::runtime_error("injected failure in " + to_string(a));
     };
     try {
-      run_inprocess(s, [&](int r) { return std::make_unique<Borrowed>(*owned[static_cast<std::size_t>(r)]); }, o);
+      run_inprocess(s, owned.factory(), o);
       FAIL() << "expected the injected error";
     } catch (const PeerAborted& e) {
       FAIL() << "a peer's abort was reported instead of the first error: " << e.what();
     } catch (const std::runtime_error& e) {
       EXPECT_THAT(e.what(), HasSubstr("injected failure"));
     }
-    for (const auto& b : owned) {
-      EXPECT_EQ(b->pool().outstanding(), 0) << "buffers leaked";
-      EXPECT_EQ(b->state_bytes(), 0) << "state not discarded";
-    }
+    owned.expect_released();
   }
 }
 

@@ -91,36 +91,9 @@ TEST(Profiler, MeasuresAWholeProfileInProcess) {
   EXPECT_TRUE(runtime::measure_profile(tiny_profile_options(), p2p).p2p.transport.empty());
 }
 
-// Forwards to an endpoint of an InprocWorld, so measure_profile can own "its" transport as it owns
-// an MPI one.
-class Endpoint final : public runtime::Transport {
- public:
-  explicit Endpoint(runtime::Transport& t) : t_(t) {}
-  std::string_view name() const override { return t_.name(); }
-  int rank() const override { return t_.rank(); }
-  int size() const override { return t_.size(); }
-  runtime::Clock::time_point barrier(std::chrono::nanoseconds timeout) override { return t_.barrier(timeout); }
-  void isend(int dst, const runtime::MessageKey& k, runtime::Buffer b, std::int64_t now) override { t_.isend(dst, k, std::move(b), now); }
-  void irecv(int src, const runtime::MessageKey& k, std::size_t bytes, runtime::BufferPool& pool) override { t_.irecv(src, k, bytes, pool); }
-  std::optional<runtime::Received> wait_recv(const runtime::MessageKey& k, std::chrono::nanoseconds timeout) override {
-    return t_.wait_recv(k, timeout);
-  }
-  void progress() override { t_.progress(); }
-  std::vector<runtime::SendCompletion> flush_sends(std::chrono::nanoseconds timeout) override { return t_.flush_sends(timeout); }
-  void cancel_all() noexcept override { t_.cancel_all(); }
-  void check_abort() override { t_.check_abort(); }
-  void abort(const std::string& message) noexcept override { t_.abort(message); }
-  std::vector<std::vector<std::byte>> gather(std::span<const std::byte> d, std::chrono::nanoseconds timeout) override {
-    return t_.gather(d, timeout);
-  }
-  bool any_failed(bool failed, std::chrono::nanoseconds timeout) override { return t_.any_failed(failed, timeout); }
-
- private:
-  runtime::Transport& t_;
-};
-
 // The multi-process path of measure_profile (what `pipelab profile/run --transport mpi` run on every
-// process), with threads standing in for the processes.
+// process), with threads standing in for the processes; measure_profile owns "its" transport, a
+// forwarder to an InprocWorld endpoint, as it owns an MPI one.
 TEST(Profiler, MeasuresAWholeProfileOnEveryRankOfATransport) {
   const PipelineShape shape = make_shape(2, 2, 1, Placement::Loop);
   runtime::InprocWorld world(shape, runtime::WaitPolicy::Block);
@@ -130,7 +103,7 @@ TEST(Profiler, MeasuresAWholeProfileOnEveryRankOfATransport) {
     runtime::P2PProfileOptions p2p;
     p2p.repeats = 3;
     p2p.timeout = std::chrono::seconds(30);
-    p2p.transport = [&world, r] { return std::make_unique<Endpoint>(world.transport(r)); };
+    p2p.transport = [&world, r] { return std::make_unique<testing::ForwardingTransport>(world.transport(r)); };
     try {
       got[static_cast<std::size_t>(r)] = runtime::measure_profile(o, p2p);
     } catch (const std::exception& e) {
@@ -154,7 +127,7 @@ TEST(Profiler, ARankThatFailsToProfileStopsTheOthers) {
   std::vector<std::string> errors(2);
   auto rank = [&](int r, runtime::ProfileOptions o) {
     runtime::P2PProfileOptions p2p;
-    p2p.transport = [&world, r] { return std::make_unique<Endpoint>(world.transport(r)); };
+    p2p.transport = [&world, r] { return std::make_unique<testing::ForwardingTransport>(world.transport(r)); };
     try {
       runtime::measure_profile(o, p2p);
     } catch (const std::exception& e) {

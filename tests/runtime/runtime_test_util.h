@@ -1,14 +1,47 @@
 // Helpers shared by the runtime tests: tiny models, lowered schedules, the schedule matrix.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "pipelab/runtime/backend.h"
+#include "pipelab/runtime/null_backend.h"
+#include "pipelab/runtime/transport.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
 
 namespace pipelab::testing {
+
+/// Forwards every call to another transport (an in-process endpoint standing in for a process's
+/// own transport); tests derive from it and override what they change, e.g. to inject a failure.
+class ForwardingTransport : public runtime::Transport {
+ public:
+  explicit ForwardingTransport(runtime::Transport& t) : t_(t) {}
+  std::string_view name() const override { return t_.name(); }
+  int rank() const override { return t_.rank(); }
+  int size() const override { return t_.size(); }
+  runtime::Clock::time_point barrier(std::chrono::nanoseconds timeout) override { return t_.barrier(timeout); }
+  void isend(int dst, const runtime::MessageKey& k, runtime::Buffer b, std::int64_t now) override { t_.isend(dst, k, std::move(b), now); }
+  void irecv(int src, const runtime::MessageKey& k, std::size_t bytes, runtime::BufferPool& pool) override { t_.irecv(src, k, bytes, pool); }
+  std::optional<runtime::Received> wait_recv(const runtime::MessageKey& k, std::chrono::nanoseconds timeout) override {
+    return t_.wait_recv(k, timeout);
+  }
+  void progress() override { t_.progress(); }
+  std::vector<runtime::SendCompletion> flush_sends(std::chrono::nanoseconds timeout) override { return t_.flush_sends(timeout); }
+  void cancel_all() noexcept override { t_.cancel_all(); }
+  void check_abort() override { t_.check_abort(); }
+  void abort(const std::string& message) noexcept override { t_.abort(message); }
+  std::vector<std::vector<std::byte>> gather(std::span<const std::byte> d, std::chrono::nanoseconds timeout) override {
+    return t_.gather(d, timeout);
+  }
+  bool any_failed(bool failed, std::chrono::nanoseconds timeout) override { return t_.any_failed(failed, timeout); }
+
+ private:
+  runtime::Transport& t_;
+};
 
 /// Forwards every call to another backend; tests derive from it and override what they change.
 class ForwardingBackend : public runtime::Backend {
@@ -40,6 +73,29 @@ class ForwardingBackend : public runtime::Backend {
 
  private:
   runtime::Backend& b_;
+};
+
+/// One NullBackend per rank of a schedule, owned by the test and lent to a run through
+/// ForwardingBackend, so that after a run that failed the test can check what each rank left.
+class OwnedNullBackends {
+ public:
+  OwnedNullBackends(const Schedule& s, std::size_t activation_bytes) {
+    for (int r = 0; r < s.shape.ranks; ++r) owned_.push_back(std::make_unique<runtime::NullBackend>(s.shape, r, activation_bytes));
+  }
+  /// The backend factory for run_inprocess: rank r borrows the r-th backend.
+  auto factory() {
+    return [this](int r) { return std::make_unique<ForwardingBackend>(*owned_[static_cast<std::size_t>(r)]); };
+  }
+  /// Every buffer is back in its pool and every rank's state is discarded.
+  void expect_released() const {
+    for (const auto& b : owned_) {
+      EXPECT_EQ(b->pool().outstanding(), 0) << "buffers leaked";
+      EXPECT_EQ(b->state_bytes(), 0) << "state not discarded";
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<runtime::NullBackend>> owned_;
 };
 
 /// A block small enough that a whole pipeline iteration takes well under a millisecond.

@@ -216,5 +216,38 @@ TEST(Csv, TrailingBlankLinesAddNoRanks) {
   EXPECT_EQ(s.value().shape.ranks, 1);
 }
 
+// Fuzz finding (fuzz/regressions/schedule_csv): a row holding only a tab read as one idle cell,
+// which to_csv writes as an empty row (no cells); a blank row is now a rank without actions.
+TEST(Csv, ABlankRowIsARankWithoutActionsAndRoundTrips) {
+  auto s = parse_csv("0F0,0B0\n\t\n1F0\n", CsvFormat::ComputeOnly);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  ASSERT_EQ(s.value().ranks.size(), 3u);
+  EXPECT_TRUE(s.value().ranks[1].empty());
+  auto again = parse_csv(to_csv(s.value()), CsvFormat::ComputeOnly);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again.value().ranks, s.value().ranks);
+  // Idle cells between commas stay idle cells.
+  auto idle = parse_csv(" ,\t,0F0\n", CsvFormat::ComputeOnly);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ(idle.value().ranks[0].size(), 3u);
+}
+
+// The limits of docs/validation.md: JSON is not read as CSV, rows and cells are bounded before
+// they are stored, and ranks in stage_to_rank must be ranks (2^32+1 wrapped to 1 before).
+TEST(Parsers, RefuseInputBeyondTheirLimitsNamingIt) {
+  auto json_as_csv = parse_csv("\n  {\"format\": \"pipelab.schedule\"}", CsvFormat::ComputeOnly);
+  ASSERT_FALSE(json_as_csv.ok());
+  EXPECT_EQ(json_as_csv.error().line, 2);
+  EXPECT_EQ(json_as_csv.error().column, 3);
+  EXPECT_NE(json_as_csv.error().message.find("this is JSON, not a PyTorch CSV schedule"), std::string::npos);
+  auto rows = parse_csv(std::string(1 << 20, '\n') + "0F0", CsvFormat::ComputeOnly);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.error().message.find("more than 1048576 rows"), std::string::npos);
+  auto rank = parse_json(R"({"format":"pipelab.schedule","version":1,"pp":2,"stages":2,"microbatches":1,"placement":"explicit",
+    "stage_to_rank":[0,4294967297],"ranks":[["0F0","0B0"],["1F0","1B0"]]})");
+  ASSERT_FALSE(rank.ok());
+  EXPECT_NE(rank.error().message.find("field \"stage_to_rank\"[1]=4294967297 must be a rank in [0, pp=2)"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pipelab

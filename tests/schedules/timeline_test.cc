@@ -49,7 +49,7 @@ TEST(Timeline, ReadsEventsStrictly) {
                 .find("timeline[0]: unknown field \"byte\" (did you mean \"bytes\"?)"),
             std::string::npos);
   EXPECT_EQ(message(R"([{"rank":-1,"action":"0F0","stream":"send","start_ns":0,"end_ns":5}])"),
-            "timeline[0]: field \"rank\" must be a non-negative integer");
+            "timeline[0]: field \"rank\" must be in [0, 1048575], got -1");
   EXPECT_EQ(message(R"([{"rank":0,"action":"0F0","stream":"send","start_ns":9,"end_ns":5}])"),
             "timeline[0]: field \"end_ns\" is before start_ns");
 }

@@ -198,5 +198,33 @@ TEST(Replay, LoweredAndComputeOnlySchedulesTakeTheSameSteps) {
   }
 }
 
+// Fuzz finding (fuzz/regressions/schedule_csv/microbatch_299999_slow_report): one microbatch index
+// of 299999 in a 200-byte file made 2.4 million "missing" diagnostics and a report of hundreds of
+// MB. The first Validation::kMaxListed are listed; the rest are counted.
+TEST(Validate, ListsAtMostKMaxListedProblemsAndCountsTheRest) {
+  const Result<Schedule> s = parse_csv("0F0,0B0,0F299999\n1F0,1B0\n", CsvFormat::ComputeOnly);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  const Validation v = validate(s.value());
+  EXPECT_EQ(v.diagnostics.size(), Validation::kMaxListed);
+  EXPECT_GT(v.problems(), 500'000u);
+  const std::string report = v.report(s.value());
+  EXPECT_LT(report.size(), 200'000u);
+  EXPECT_NE(report.find("more problems (the first 1000 are listed)"), std::string::npos);
+}
+
+// The event-driven replay gives the lock-step grid of the golden vectors on long chains too, in
+// time linear in the actions (a 20,000-rank chain took 20 s as steps x ranks).
+TEST(Replay, ALongChainReplaysInLinearTime) {
+  std::string text;
+  for (int r = 0; r < 20000; ++r) text += std::to_string(r) + "F0," + std::to_string(r) + "B0\n";
+  const Result<Schedule> s = parse_csv(text, CsvFormat::ComputeOnly);
+  ASSERT_TRUE(s.ok());
+  const Replay r = replay_lockstep(s.value());
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.steps, 40000);  // the forward down the chain, then the backward back up
+  EXPECT_EQ(r.step_of[19999][0], 19999);
+  EXPECT_EQ(r.step_of[0][1], 39999);
+}
+
 }  // namespace
 }  // namespace pipelab

@@ -3,29 +3,46 @@
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/limits.h"
 
 namespace pipelab {
 
 /// The whole file as bytes. `what` names the file's role in the message ("model file", "profile").
-/// Throws InputError when the file cannot be opened or read.
-inline std::string read_text_file(const std::string& path, std::string_view what = "file") {
+/// Throws InputError when the file cannot be opened or read, or holds more than `max_bytes`
+/// (checked before reading a regular file, and while reading anything else, e.g. /dev/zero).
+inline std::string read_text_file(const std::string& path, std::string_view what = "file",
+                                  std::int64_t max_bytes = limits::kMaxInputFileBytes) {
+  const auto too_large = [&](const std::string& size) {
+    return InputError(std::string(what) + " '" + path + "' " + size + "; pipelab reads files of at most " + std::to_string(max_bytes) +
+                      " bytes");
+  };
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError("cannot read " + std::string(what) + " '" + path + "': it is a directory");
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > static_cast<std::uintmax_t>(max_bytes)) throw too_large("is " + std::to_string(size) + " bytes");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const std::string reason = std::error_code(errno, std::generic_category()).message();
     throw InputError("cannot open " + std::string(what) + " '" + path + "' (cannot read it: " + reason + ")");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+    if (static_cast<std::int64_t>(text.size()) > max_bytes) throw too_large("holds more than " + std::to_string(max_bytes) + " bytes");
+  }
   if (in.bad()) throw InputError("cannot read " + std::string(what) + " '" + path + "'");
-  return text.str();
+  return text;
 }
 
 /// Writes `text` to `path`, creating its parent directories first; replaces an existing file.

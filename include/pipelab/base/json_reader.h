@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/limits.h"
 #include "pipelab/base/names.h"
 #include "pipelab/base/result.h"
 
@@ -327,10 +328,52 @@ inline JsonArrayReader JsonReader::array(std::string_view key, std::string_view 
   return JsonArrayReader(member, context_, child_path(key), names_);
 }
 
+namespace detail {
+
+/// The first place where `text` nests arrays and objects deeper than limits::kMaxJsonDepth, as a
+/// located error; nothing when it does not. A scan of the bytes (strings skipped), so input is
+/// refused before any of it is parsed and nothing that reads or prints the document recurses deeper.
+inline std::optional<ParseError> json_nesting_error(std::string_view text) {
+  int depth = 0, line = 1, column = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    ++column;
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    } else if (in_string) {
+      if (c == '\\') {
+        ++i;
+        ++column;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limits::kMaxJsonDepth) {
+        return ParseError{"arrays and objects nested deeper than " + std::to_string(limits::kMaxJsonDepth) +
+                              " levels (the limit for JSON input)",
+                          line, column};
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
 /// Parses JSON text without throwing. A syntax error carries its line and column (1-based) and a
-/// message "parse error at line L, column C: ..."; other failures (a number out of range) carry
-/// no location.
+/// message "parse error at line L, column C: ..."; so does nesting deeper than
+/// limits::kMaxJsonDepth; other failures (a number out of range) carry no location.
 inline Result<nlohmann::json> parse_json_document(std::string_view text) {
+  if (std::optional<ParseError> deep = detail::json_nesting_error(text)) {
+    deep->message = "at line " + std::to_string(deep->line) + ", column " + std::to_string(deep->column) + ": " + deep->message;
+    return *std::move(deep);
+  }
   try {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {

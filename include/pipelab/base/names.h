@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,13 @@
 #include "pipelab/base/error.h"
 
 namespace pipelab {
+
+/// A number as messages show it, in %g's form ("1e+300", "0.5", "312").
+inline std::string number_text(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
 
 /// One row of an enum's name table: `constexpr std::array<EnumName<Stream>, 4> kStreamNames = {{...}}`.
 /// A table lists every value once; its order is the order names are listed in messages.

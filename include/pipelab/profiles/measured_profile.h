@@ -10,6 +10,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "pipelab/base/limits.h"
+
 namespace pipelab {
 
 /// Median times of one microbatch, in ns.
@@ -34,10 +36,11 @@ struct P2PProfile {
   double bandwidth_bytes_per_s = 0;     // 0 = no size-dependent term measured (time ~ latency)
   std::vector<P2PSample> samples;
 
-  /// latency + bytes / bandwidth (header-only, so the simulator needs no profiles symbols).
+  /// latency + bytes / bandwidth (header-only, so the simulator needs no profiles symbols), saturated
+  /// at limits::kMaxDurationNs + 1 (which the simulator refuses) instead of overflowing.
   std::int64_t time_ns(std::int64_t bytes) const {
     const double transfer = bandwidth_bytes_per_s > 0 ? static_cast<double>(bytes) * 1e9 / bandwidth_bytes_per_s : 0.0;
-    return latency_ns + static_cast<std::int64_t>(transfer + 0.5);
+    return limits::saturated_ns(static_cast<double>(latency_ns) + transfer);
   }
   bool operator==(const P2PProfile&) const = default;
 };

@@ -24,6 +24,8 @@ namespace pipelab::runtime {
 /// weights of global layer l = init_params(block, layer_seed(seed, l)). Synthetic inputs and targets
 /// use the same seed, so a run and the single-device reference see the same model and data.
 struct ModelConfig {
+  static constexpr int kMaxLayersPerStage = 1024;  // as --layers-per-stage accepts
+
   kernels::BlockShape block;
   int layers_per_stage = 1;
   std::uint64_t seed = 1;

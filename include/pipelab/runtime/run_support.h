@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pipelab/profiles/measured_profile.h"
@@ -67,5 +68,16 @@ std::string core_sharing_warning(int ranks, int cores);
 /// Physical memory of this host in bytes (0 when the OS does not say): the capacity a CPU run's
 /// memory is judged against.
 std::int64_t physical_memory_bytes();
+
+/// Host memory the cpu backend needs for `ranks` ranks of `lowered` in this process (first_rank
+/// and on), from above: each rank's weights and gradients, and for the most microbatches its list
+/// holds at once (forwards whose backward has not ended, in list order) their kept activations and
+/// boundary buffers. In floating point, so no size can overflow it.
+double cpu_run_memory_bytes(const Schedule& lowered, const ModelConfig& model, int first_rank, int ranks);
+/// The same for profiling: `threads` stages measured at once, two microbatches each (an F&B unit).
+double cpu_profile_memory_bytes(const ModelConfig& model, int threads);
+/// Refuses (InputError naming both figures) a run or profile that needs more than this host's
+/// physical memory, before anything is allocated; `what` says what needs it ("run", "profile").
+void require_host_memory(double needed_bytes, std::string_view what);
 
 }  // namespace pipelab::runtime

@@ -29,9 +29,6 @@ const ScheduleInfo& find_schedule(std::string_view name);
 /// Comma-separated canonical names, for help texts and errors.
 std::string schedule_names();
 
-/// Largest schedule make_schedule builds (about 3 actions per stage and microbatch).
-inline constexpr long long kMaxScheduleActions = 50'000'000;
-
 /// Builds a schedule by name (vp 0 means the generator's default).
 Schedule make_schedule(std::string_view name, const ScheduleOptions& options);
 

@@ -54,6 +54,11 @@ struct PipelineShape {
 /// entries per (signal, stage, microbatch), so this bounds their memory. Parsers enforce it.
 inline constexpr long long kMaxStageMicrobatches = 20'000'000;
 
+/// Largest schedule: make_schedule builds at most this many actions (about 3 per stage and
+/// microbatch), and a schedule file may hold at most this many list entries (actions and idle
+/// steps), so a file of commas or nulls cannot allocate without bound.
+inline constexpr long long kMaxScheduleActions = 50'000'000;
+
 /// Builds a shape with a computed Loop or V placement. Throws ScheduleError on impossible shapes.
 PipelineShape make_shape(int ranks, int stages, int microbatches, Placement placement, int chains = 1);
 

@@ -17,9 +17,16 @@ struct Diagnostic {
 };
 
 struct Validation {
-  std::vector<Diagnostic> diagnostics;
+  /// Diagnostics kept in full; past this many only a count is kept, so a small file that breaks a
+  /// rule a million times (one microbatch index of 299999) yields a short report, not gigabytes.
+  static constexpr std::size_t kMaxListed = 1000;
+
+  std::vector<Diagnostic> diagnostics;  // the first kMaxListed problems found
+  std::size_t omitted = 0;              // problems found beyond them
 
   bool ok() const { return diagnostics.empty(); }
+  /// Every problem found, listed or not.
+  std::size_t problems() const { return diagnostics.size() + omitted; }
   /// Every diagnostic on its own line, then the rank x position grid with offending cells marked.
   std::string report(const Schedule& s) const;
 };
