@@ -29,7 +29,7 @@ struct Summary {
   std::int64_t makespan_ns = 0;                 // iteration time of one pipeline
   double bubble_ratio = 0;                      // sum(idle) / (P * makespan), a fraction
   double tflops_per_gpu = 0;                    // model TFLOP/s per GPU
-  double mfu = 0;                               // a fraction of the GPU's dense peak
+  double mfu = 0;                               // a fraction of the GPU's dense BF16 peak
   double tokens_per_s_per_gpu = 0;
   std::vector<std::int64_t> peak_memory_bytes;  // per rank: static + peak activations
   std::int64_t exposed_comm_ns = 0;             // mean over ranks
