@@ -2,15 +2,15 @@
 # Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/) with pipelab itself: schedule
 # JSON and CSV from `pipelab show`, model and GPU specs as shipped, a measured profile from
 # `pipelab profile`, results from `simulate`, `compare` and `run`, Megatron layout strings, a
-# launch script and AutoModel YAML configs. Small configurations keep every seed a few KB, so
-# libFuzzer's mutations stay fast.
+# launch script, AutoModel YAML configs and run tables. Small configurations keep every seed a few
+# KB, so libFuzzer's mutations stay fast.
 #   fuzz/make_corpus.sh [path/to/pipelab]      (default build/apps/pipelab)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pipelab="${1:-build/apps/pipelab}"
 out=fuzz/corpus
 rm -rf "$out"
-mkdir -p "$out"/{schedule_json,schedule_csv,model_spec,gpu_spec,profile,pipeline_layout,result,pasted_args,automodel_yaml}
+mkdir -p "$out"/{schedule_json,schedule_csv,model_spec,gpu_spec,profile,pipeline_layout,result,pasted_args,automodel_yaml,run_records}
 
 for s in gpipe 1f1b interleaved-1f1b zb-h1 zb-v dualpipe dualpipev; do
   vp=1
@@ -43,4 +43,7 @@ printf '%s' '--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --n
 cp tests/data/apps/automodel_llama3_70b.yaml "$out/automodel_yaml/llama3_70b.yaml"
 printf '%s\n' 'strategy: megatron_fsdp' 'tp_size: 2' 'pp_size: 2' 'ep_size: 2' 'zero_dp_strategy: 3' 'activation_checkpointing: selective' \
   'pipeline:' '  pp_schedule: 1F1B' '  pp_microbatch_size: 2' > "$out/automodel_yaml/distributed_block.yaml"
+# Run tables are measured, not written by pipelab: the calibration set and the test table.
+cp calibration/nemo-dgx-h100.csv "$out/run_records/"
+cp tests/data/apps/calibration_runs.csv "$out/run_records/"
 echo "fuzz corpora: $(find "$out" -type f | wc -l) seeds in $out ($(du -sh "$out" | cut -f1))"
