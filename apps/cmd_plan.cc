@@ -33,6 +33,7 @@ struct PlanOptions {
   double time_budget_s = -1;  // not given
   std::string json_out, report_out;
   bool allow_cross_node_tp = false;
+  std::string moe_dispatcher = "alltoall";
   int threads = 0;
   std::string mbs = "1,2";
   std::string recompute = "none,selective,full";
@@ -54,6 +55,7 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   if (!(o.memory_headroom_gib >= 0)) throw InputError("--memory-headroom=" + std::to_string(o.memory_headroom_gib) + ": must be >= 0 GiB");
   r.memory_headroom_bytes = static_cast<std::int64_t>(o.memory_headroom_gib * 1024.0 * 1024.0 * 1024.0);
   r.allow_cross_node_tp = o.allow_cross_node_tp;
+  r.moe_dispatcher = parse_moe_dispatcher(o.moe_dispatcher);
   if (o.top < 1) throw InputError("--top=" + std::to_string(o.top) + ": must be at least 1");
   r.top_k = o.top;
   if (o.time_budget_s == 0 || (o.time_budget_s < 0 && o.time_budget_s != -1)) {
@@ -109,6 +111,7 @@ reports::PlanResult plan_result(const PlanOptions& o, const plan::PlanRequest& r
                 {"schedules", o.schedules == "all" ? nlohmann::json("all") : nlohmann::json(schedules)},
                 {"memory_headroom_bytes", r.memory_headroom_bytes},
                 {"allow_cross_node_tp", r.allow_cross_node_tp},
+                {"moe_token_dispatcher_type", std::string(to_string(r.moe_dispatcher))},
                 {"mbs", r.mbs},
                 {"top", r.top_k},
                 {"time_budget_s", r.time_budget_s}};
@@ -164,6 +167,8 @@ void add_plan_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", o->json_out, "Write the plan result JSON here (docs/formats.md)");
   cmd->add_option("--report", o->report_out, "Write an HTML report here");
   cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let TP span more GPUs than one NVLink domain");
+  cmd->add_option("--moe-token-dispatcher-type", o->moe_dispatcher, "MoE dispatcher every layout uses: allgather | alltoall | flex")
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--mbs", o->mbs, "Micro-batch sizes to try, comma-separated")->capture_default_str();
   cmd->add_option("--recompute", o->recompute, "Recompute choices to try, in order, comma-separated")->capture_default_str();

@@ -36,9 +36,9 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--num-distributed-optimizer-instances", "num_distributed_optimizer_instances", "HSDP: replicas of the sharded state over dp*cp"},
     {"--optimizer-offload-fraction", "optimizer_offload_fraction", "Share of the optimizer state in host memory (0..1)"},
     {"--fp8-recipe", "fp8_recipe", "FP8 scaling: delayed (default) | tensorwise | blockwise | mxfp8 (docs/simulator.md, FP8)"},
-    {"--moe-token-dispatcher-type", "moe_token_dispatcher_type", "allgather (default) | alltoall | flex (accepted; not modelled yet)"},
-    {"--moe-flex-dispatcher-backend", "moe_flex_dispatcher_backend", "flex: deepep | hybridep (accepted; not modelled yet)"},
-    {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (accepted; not modelled yet)"},
+    {"--moe-token-dispatcher-type", "moe_token_dispatcher_type", "allgather (Megatron's default) | alltoall | flex (docs/simulator.md, \"MoE dispatch\")"},
+    {"--moe-flex-dispatcher-backend", "moe_flex_dispatcher_backend", "flex: deepep | hybridep (the SMs its kernels hold)"},
+    {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (scales its traffic and expert GEMMs)"},
     {"--cp-comm-type", "cp_comm_type", "p2p (default) | all_gather | a2a (accepted; not modelled yet: p2p ring)"},
 };
 struct LayoutSwitch {
@@ -64,8 +64,8 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--no-fp8-param-gather", "fp8_param_gather", "false", "bf16 weights with FP8 GEMMs"},
     {"--optimizer-cpu-offload", "optimizer_offload_fraction", "1", "Optimizer state in host memory (see --optimizer-offload-fraction)"},
     {"--recompute-activations", "recompute", "selective", "Selective recompute (core attention)"},
-    {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "true", "1F1B EP all-to-all overlap (accepted; not modelled yet)"},
-    {"--delay-wgrad-compute", "delay_wgrad_compute", "true", "With the EP overlap: expert wgrad after the combine (accepted; not modelled yet)"},
+    {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "true", "1F1B EP all-to-all overlap: B and the next F merged into F&B units"},
+    {"--delay-wgrad-compute", "delay_wgrad_compute", "true", "With the EP overlap: expert wgrad after the combine (accepted; not modelled: measured neutral)"},
     {"--tp-comm-overlap", "tp_comm_overlap", "true", "TE userbuffers TP overlap (accepted; not modelled yet)"},
 };
 
@@ -160,6 +160,8 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   add_model_override(cmd, c, "--vocab-size", "vocab_size", "Override vocab_size");
   add_model_override(cmd, c, "--num-experts", "num_experts", "Override num_experts");
   add_model_override(cmd, c, "--moe-router-topk", "moe_router_topk", "Override moe_router_topk");
+  add_model_override(cmd, c, "--moe-router-num-groups", "moe_router_num_groups", "Group-limited routing: expert groups (DeepSeek-V3: 8)");
+  add_model_override(cmd, c, "--moe-router-group-topk", "moe_router_group_topk", "Group-limited routing: groups per token (DeepSeek-V3: 4)");
   add_model_override(cmd, c, "--moe-ffn-hidden-size", "moe_ffn_hidden_size", "Override moe_ffn_hidden_size");
   add_model_override(cmd, c, "--moe-shared-expert-intermediate-size", "moe_shared_expert_intermediate_size",
                      "Override moe_shared_expert_intermediate_size");

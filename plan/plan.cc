@@ -211,6 +211,7 @@ class Search {
     p.fsdp = r_.fsdp[c.fsdp];
     p.account_for_embedding_in_pipeline_split = c.aware;
     p.account_for_loss_in_pipeline_split = c.aware;
+    p.moe_token_dispatcher_type = r_.moe_dispatcher;
     return p;
   }
 
@@ -315,7 +316,8 @@ class Search {
   }
 
   // ---- 3. simulation ------------------------------------------------------------------------
-  using ScheduleKey = std::tuple<int, int, int, int, int>;  // schedule, pp, vp, microbatches, reduce (0 none, 1 overlapped, 2 at end)
+  // schedule, pp, vp, microbatches, reduce (0 none, 1 overlapped, 2 at end), F&B merged (EP overlap)
+  using ScheduleKey = std::tuple<int, int, int, int, int, bool>;
 
   sim::SimulationRequest request_of(const Candidate& c) const {
     sim::SimulationRequest q;
@@ -326,9 +328,9 @@ class Search {
     return q;
   }
 
-  static ScheduleKey schedule_key(const Candidate& c, const ParallelConfig& config) {
+  ScheduleKey schedule_key(const Candidate& c, const ParallelConfig& config) const {
     const int reduce = config.dp * config.cp > 1 ? (config.overlap_grad_reduce ? 1 : 2) : 0;
-    return {c.schedule, c.pp, c.vp, config.microbatches(), reduce};
+    return {c.schedule, c.pp, c.vp, config.microbatches(), reduce, sim::merges_forward_backward(schedules_[c.schedule]->name, config, c.vp)};
   }
 
   void simulate_round(std::size_t round, std::vector<char>& family_fits) {

@@ -63,6 +63,7 @@ std::string megatron_lm(const Facts& f) {
   if (f.model.is_moe()) {
     add("--expert-model-parallel-size " + str(c.ep));
     add("--expert-tensor-parallel-size " + str(c.expert_tp()));
+    add("--moe-token-dispatcher-type " + std::string(to_string(c.moe_token_dispatcher_type)));
   }
   if (c.sequence_parallel_enabled()) add("--sequence-parallel");
   add("--micro-batch-size " + str(c.mbs));
@@ -115,6 +116,7 @@ std::string megatron_bridge(const Facts& f) {
   if (f.model.is_moe()) {
     set("model.expert_model_parallel_size", str(c.ep));
     set("model.expert_tensor_parallel_size", str(c.expert_tp()));
+    set("model.moe_token_dispatcher_type", std::string(to_string(c.moe_token_dispatcher_type)));
   }
   set("model.sequence_parallel", c.sequence_parallel_enabled() ? "true" : "false");
   set("model.seq_length", str(c.seq_length));

@@ -46,6 +46,8 @@ const std::array kFields = {
     Field{"moe_shared_expert_intermediate_size", &ModelSpec::moe_shared_expert_intermediate_size},
     Field{"moe_layer_freq", &ModelSpec::moe_layer_freq},
     Field{"num_dense_layers", &ModelSpec::num_dense_layers},
+    Field{"moe_router_num_groups", &ModelSpec::moe_router_num_groups},
+    Field{"moe_router_group_topk", &ModelSpec::moe_router_group_topk},
     Field{"multi_latent_attention", &ModelSpec::multi_latent_attention},
     Field{"q_lora_rank", &ModelSpec::q_lora_rank},
     Field{"kv_lora_rank", &ModelSpec::kv_lora_rank},
@@ -237,6 +239,8 @@ const std::array kSizeLimits = {
     SizeLimit{"moe_shared_expert_intermediate_size", &ModelSpec::moe_shared_expert_intermediate_size, kMaxFfn},
     SizeLimit{"moe_layer_freq", &ModelSpec::moe_layer_freq, kMaxLayers},
     SizeLimit{"num_dense_layers", &ModelSpec::num_dense_layers, kMaxLayers},
+    SizeLimit{"moe_router_num_groups", &ModelSpec::moe_router_num_groups, kMaxExperts},
+    SizeLimit{"moe_router_group_topk", &ModelSpec::moe_router_group_topk, kMaxExperts},
     SizeLimit{"q_lora_rank", &ModelSpec::q_lora_rank, kMaxLoraRank},
     SizeLimit{"kv_lora_rank", &ModelSpec::kv_lora_rank, kMaxLoraRank},
     SizeLimit{"qk_head_dim", &ModelSpec::qk_head_dim, kMaxHeadDim},
@@ -296,6 +300,19 @@ void validate(const ModelSpec& m, std::string_view context) {
     non_negative("moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size);
     positive("moe_layer_freq", m.moe_layer_freq);
     non_negative("num_dense_layers", m.num_dense_layers);
+    non_negative("moe_router_num_groups", m.moe_router_num_groups);
+    non_negative("moe_router_group_topk", m.moe_router_group_topk);
+    if (m.moe_router_num_groups > 0) {
+      if (m.num_experts % m.moe_router_num_groups != 0) {
+        errors.push_back("moe_router_num_groups=" + str(m.moe_router_num_groups) + " must divide num_experts=" + str(m.num_experts));
+      }
+      if (m.moe_router_group_topk < 1 || m.moe_router_group_topk > m.moe_router_num_groups) {
+        errors.push_back("moe_router_group_topk=" + str(m.moe_router_group_topk) + " must be between 1 and moe_router_num_groups=" +
+                         str(m.moe_router_num_groups));
+      }
+    } else if (m.moe_router_group_topk > 0) {
+      errors.push_back("moe_router_group_topk=" + str(m.moe_router_group_topk) + " needs moe_router_num_groups > 0");
+    }
     if (sizes_in_range && m.num_layers > 0 && m.moe_layer_freq > 0 && m.num_dense_layers >= 0 && m.num_moe_layers() == 0) {
       errors.push_back("num_experts=" + str(m.num_experts) + " but no layer is MoE (num_dense_layers=" +
                        str(m.num_dense_layers) + ", moe_layer_freq=" + str(m.moe_layer_freq) +

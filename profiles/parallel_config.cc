@@ -432,7 +432,8 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   }
   if (c.overlap_moe_expert_parallel_comm && c.pp > 1 && c.vp <= 1) {
     warn("overlap_moe_expert_parallel_comm", "needs_vp",
-         "overlap_moe_expert_parallel_comm with pp=" + str(c.pp) + " needs vp > 1 in Megatron (it merges F and B of adjacent microbatches)");
+         "overlap_moe_expert_parallel_comm with pp=" + str(c.pp) + " needs vp > 1 in Megatron (it merges F and B of adjacent "
+         "microbatches): simulated without the overlap");
   }
 
   // Recompute options belong to one granularity each.

@@ -83,6 +83,58 @@ Schedule add_send_recv(const Schedule& compute) {
   return with_ranks(compute, std::move(out));
 }
 
+Schedule overlap_forward_backward(const Schedule& compute) {
+  if (compute.has_comms()) throw ScheduleError("overlap_forward_backward: schedule \"" + compute.name + "\" already has send/recv actions");
+  require_valid(compute);
+  const PipelineShape& shape = compute.shape;
+  const SignalIndex index(shape);
+  std::vector<char> done(index.size(), 0);
+  const auto P = static_cast<std::size_t>(shape.ranks);
+  std::vector<std::vector<Slot>> out(P);
+  std::vector<std::size_t> pos(P, 0);
+  auto next_action = [&](std::size_t r, std::size_t from) {
+    while (from < compute.ranks[r].size() && !compute.ranks[r][from]) ++from;
+    return from;
+  };
+  auto ready = [&](const Action& a) {
+    for (const SignalKey& k : prerequisites(a, shape, CommMode::Implicit)) {
+      if (!done[index(k)]) return false;
+    }
+    return true;
+  };
+  auto mark = [&](const Action& a) {
+    for (const SignalKey& k : completions(a)) done[index(k)] = 1;
+  };
+  for (;;) {
+    bool progressed = false, remaining = false;
+    for (std::size_t r = 0; r < P; ++r) {
+      pos[r] = next_action(r, pos[r]);
+      if (pos[r] >= compute.ranks[r].size()) continue;
+      remaining = true;
+      const Action& a = *compute.ranks[r][pos[r]];
+      if (!ready(a)) continue;
+      const std::size_t after = next_action(r, pos[r] + 1);
+      const Action* b = after < compute.ranks[r].size() ? &*compute.ranks[r][after] : nullptr;
+      // A backward with the forward after it: the forward before it stays whole, so its output
+      // leaves before the unit (Megatron's extra warm-up forward) and the next rank need not wait.
+      if (a.op == Op::B && b && b->op == Op::F && b->mb != a.mb && ready(*b)) {
+        out[r].emplace_back(Action::overlap(b->stage, b->mb, a.stage, a.mb));
+        mark(a);
+        mark(*b);
+        pos[r] = after + 1;
+      } else {
+        out[r].emplace_back(a);
+        mark(a);
+        ++pos[r];
+      }
+      progressed = true;
+    }
+    if (!remaining) break;
+    if (!progressed) throw ScheduleError("overlap_forward_backward: schedule \"" + compute.name + "\" does not progress");
+  }
+  return with_ranks(compute, std::move(out));
+}
+
 Schedule add_reduce_grad(const Schedule& s, ReduceGradPlacement placement) {
   std::vector<std::vector<Slot>> ranks(s.ranks.size());
   const int per_chain = s.shape.microbatches_per_chain();

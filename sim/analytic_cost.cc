@@ -7,6 +7,7 @@
 
 #include "pipelab/base/limits.h"
 #include "pipelab/profiles/flops.h"
+#include "pipelab/sim/moe_dispatch.h"
 #include "pipelab/sim/stage_layers.h"
 
 namespace pipelab::sim {
@@ -40,6 +41,7 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   ep_comm_ns += o.ep_comm_ns;
   cp_comm_ns += o.cp_comm_ns;
   launch_ns += o.launch_ns;
+  expert_ns += o.expert_ns;
   flops += o.flops;
   return *this;
 }
@@ -96,9 +98,14 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.b_exposed_comm_ns = b.tp_comm_ns + b.cp_comm_ns + b.dp_comm_ns;
     t.f_ep_ns = c.f.ep_comm_ns;
     t.b_ep_ns = b.ep_comm_ns;
+    t.f_expert_ns = c.f.expert_ns;
+    t.b_expert_ns = b.expert_ns;
     totals_.push_back(t);
   }
   boundary_bytes_ = static_cast<std::int64_t>(g.hidden_state_bytes());
+  if (g.model().num_experts > 0 && gpu.sm_count > 0) {
+    ep_sm_share_ = std::min(1.0, moe_dispatch_cost(g.model(), cfg, gpu, 0).comm_sms / static_cast<double>(gpu.sm_count));
+  }
 }
 
 AnalyticCost::AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const PipelineShape& shape)
@@ -142,7 +149,11 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const double local_experts = moe ? std::max(1.0, static_cast<double>(m.num_experts) / c.ep) : 1;
   // The linear layers' GEMMs run in FP8 when asked (linear_ns); the router stays BF16.
   const double qkv_ns = linear_ns(lf.qkv, 1), out_ns = linear_ns(lf.attn_out, 1);
-  const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts) + gemm_ns(lf.router, 1);
+  // MoE: the busiest EP rank's experts see moe_load_imbalance x the mean tokens; every rank waits
+  // for it at the combine. Shared experts are not routed.
+  const double shared_share = moe && m.moe_shared_expert_intermediate_size > 0 ? m.moe_shared_expert_intermediate_size / w.mlp : 0;
+  const double expert_skew = moe ? shared_share + (1 - shared_share) * c.moe_load_imbalance : 1;
+  const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts) * expert_skew + gemm_ns(lf.router, 1);
   PassCost fwd;
   fwd.gemm_ns = qkv_ns + out_ns + mlp_ns;
   const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
@@ -157,6 +168,12 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   fwd.elementwise_ns = norm_ns + act_ns + memory_ns(norm_tokens * 6 * h * kBf16Bytes + tokens * rope_bytes);
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   fwd.flops = lf.forward();
+  // MoE: the dispatch and combine (moe_dispatch.h) and the permutes around them.
+  MoeDispatchCost dispatch;
+  if (moe) dispatch = moe_dispatch_cost(m, c, gpu_, tokens / g.sp_split());
+  const double permute_ns = memory_ns(2 * dispatch.permute_bytes);  // dispatch side + combine side
+  fwd.elementwise_ns += permute_ns;
+  if (moe) fwd.expert_ns = mlp_ns + act_ns + permute_ns;
   // FP8: each linear layer's input is quantized. The QKV and dense FC1 inputs come out of the norm
   // (LayerNormLinear/LayerNormMLP fuse it) on the sequence-parallel shard, FC2's out of the fused
   // activation; the attention output and MoE experts' dispatched tokens are quantized on their own.
@@ -183,15 +200,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     // FP8 with SP: the forward all-gathers move the quantized (1-byte) inputs (TE's FP8 all-gather).
     if (fp8_ && g.sequence_parallel()) fwd.tp_comm_ns = 2 * collective_ns(full * ring / 2, c.tp - 1, link) + 2 * collective_ns(full * ring, c.tp - 1, link);
   }
-  // EP: token dispatch and combine all-to-alls of top-k copies of each token, over the expert grid
-  // of MoE parallel folding (EP ranks etp apart); with expert tensor parallel, the experts' own
-  // all-gather and reduce-scatter of the dispatched tokens.
-  if (moe && (c.ep > 1 || c.expert_tp() > 1)) {
-    const double dispatched = tokens * m.moe_router_topk * h * kBf16Bytes / g.sp_split();
-    if (c.ep > 1) fwd.ep_comm_ns = 2 * collective_ns(dispatched * (c.ep - 1) / c.ep, c.ep - 1, layout_.group_link(c.expert_tp(), c.ep));
-    const int etp = c.expert_tp();
-    if (etp > 1) fwd.ep_comm_ns += 2 * collective_ns(dispatched * (etp - 1) / etp, etp - 1, layout_.group_link(1, etp));
-  }
+  // EP: the token dispatch and the combine, each with its expert-TP gather or scatter.
+  fwd.ep_comm_ns = 2 * dispatch.comm_ns;
   // CP: each rank passes its K/V chunk around the ring; exposed only beyond the attention compute.
   if (c.cp > 1) {
     const double kv_local = (w.key + w.value) / c.tp;
@@ -213,6 +223,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     wgrad.gemm_ns = fwd.gemm_ns;
     wgrad.launch_ns = fwd.launch_ns / 2;
     wgrad.flops = lf.weight_grad();
+    if (moe) wgrad.expert_ns = mlp_ns;
     wgrad.dp_comm_ns = std::max(0.0, fsdp_layer_ns(layer, /*gradients=*/true) - wgrad.compute_ns());
     return wgrad;
   }
@@ -221,12 +232,14 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   PassCost in;
   in.gemm_ns = fwd.gemm_ns;
   in.attention_ns = 2 * fwd.attention_ns;
-  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns) + quantize_i_ns;
+  // The permutes' backward moves the same bytes as their forward.
+  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns) + quantize_i_ns + permute_ns;
   in.launch_ns = fwd.launch_ns;
   in.tp_comm_ns = tp_backward_ns;
   in.ep_comm_ns = fwd.ep_comm_ns;
   in.cp_comm_ns = c.cp > 1 ? 2 * fwd.cp_comm_ns : 0;
   in.flops = lf.input_grad();
+  if (moe) in.expert_ns = mlp_ns + 2 * act_ns + permute_ns;
   if (full_recompute) {
     in += fwd;  // the whole forward again (its FSDP gather included)
     in.dp_comm_ns = 0;
@@ -245,7 +258,11 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       in.gemm_ns += mlp_ns;
       in.elementwise_ns += act_ns;
       in.flops += lf.mlp + lf.router;
-      if (moe) in.ep_comm_ns += fwd.ep_comm_ns;  // the dispatch and combine run again
+      if (moe) {  // the dispatch, combine and permutes run again
+        in.ep_comm_ns += fwd.ep_comm_ns;
+        in.elementwise_ns += permute_ns;
+        in.expert_ns += fwd.expert_ns;
+      }
     }
     if (c.recomputes_module("moe_act") && moe) in.elementwise_ns += act_ns;
     if (c.recomputes_module("shared_experts") && moe && m.moe_shared_expert_intermediate_size > 0) {
@@ -316,8 +333,13 @@ std::int64_t AnalyticCost::duration_ns(int, const Action& a) const {
 double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {
   const StageTotals& f = totals_[static_cast<std::size_t>(f_stage)];
   const StageTotals& b = totals_[static_cast<std::size_t>(b_stage)];
-  const double compute = f.f_compute_ns + b.b_compute_ns;
-  return compute + f.f_exposed_comm_ns + b.b_exposed_comm_ns + std::max(0.0, f.f_ep_ns + b.b_ep_ns - compute);
+  // While the EP kernels run they hold a share of the GPU's SMs, so the compute beside them runs at
+  // (1 - share): C + share x E when the compute outlasts the transfer E, else E itself.
+  auto phase = [&](double compute, double transfer) { return std::max(transfer, compute + ep_sm_share_ * transfer); };
+  const double f_attention = f.f_compute_ns - f.f_expert_ns, b_attention = b.b_compute_ns - b.b_expert_ns;
+  const double f_half = f.f_ep_ns / 2, b_half = b.b_ep_ns / 2;  // dispatch and combine move the same bytes
+  return f.f_exposed_comm_ns + b.b_exposed_comm_ns + phase(f_attention, b_half) + phase(b.b_expert_ns, f_half) +
+         phase(f.f_expert_ns, b_half) + phase(b_attention, f_half);
 }
 
 double AnalyticCost::flops(const Action& a) const {

@@ -13,6 +13,13 @@
 
 namespace pipelab::sim {
 
+bool merges_forward_backward(std::string_view schedule, const ParallelConfig& config, int vp) {
+  // Megatron runs it without a pipeline, or interleaved (it refuses pp > 1 without vp: a merged
+  // unit would hold back the forward the next rank waits for).
+  const bool one_f_one_b = schedule == "1f1b" || schedule == "interleaved-1f1b";
+  return config.overlap_moe_expert_parallel_comm && config.ep > 1 && one_f_one_b && (config.pp == 1 || vp > 1);
+}
+
 SimulationOutcome simulate_config(const SimulationRequest& req) {
   SimulationOutcome out;
   const ScheduleInfo& info = find_schedule(req.schedule);
@@ -50,10 +57,12 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   auto not_modelled = [&](bool set, const std::string& what) {
     if (set) out.warnings.push_back(what + " is accepted but not modelled yet: predictions ignore it");
   };
-  not_modelled(config.moe_token_dispatcher_type != defaults.moe_token_dispatcher_type,
-               "moe_token_dispatcher_type=" + std::string(to_string(config.moe_token_dispatcher_type)));
-  not_modelled(config.overlap_moe_expert_parallel_comm, "overlap_moe_expert_parallel_comm");
-  not_modelled(config.moe_load_imbalance != defaults.moe_load_imbalance, "moe_load_imbalance");
+  // (pp > 1 without vp: check() warned already.)
+  if (config.overlap_moe_expert_parallel_comm && config.ep > 1 && info.name != "1f1b" && info.name != "interleaved-1f1b") {
+    out.warnings.push_back("overlap_moe_expert_parallel_comm applies to 1f1b and interleaved-1f1b (Megatron's merged F and B "
+                           "of adjacent microbatches): " + info.name + " runs without it" +
+                           (info.name.starts_with("dualpipe") ? " (its own F&B units already overlap EP traffic)" : ""));
+  }
   not_modelled(config.tp_comm_overlap, "tp_comm_overlap");
   not_modelled(config.cp_comm_type != defaults.cp_comm_type, "cp_comm_type=" + std::string(to_string(config.cp_comm_type)));
   config.vp = vp;
@@ -98,7 +107,9 @@ Schedule lowered_schedule(const SimulationRequest& req) {
   const ScheduleInfo& info = find_schedule(req.schedule);
   const ParallelConfig& config = req.config;
   const int vp = info.fixed_vp || config.vp <= 0 ? info.default_vp : config.vp;
-  Schedule lowered = add_send_recv(make_schedule(info.name, {config.pp, vp, config.microbatches(), 0}));
+  Schedule compute = make_schedule(info.name, {config.pp, vp, config.microbatches(), 0});
+  if (merges_forward_backward(info.name, config, vp)) compute = overlap_forward_backward(compute);
+  Schedule lowered = add_send_recv(compute);
   if (config.dp * config.cp > 1) {
     lowered = add_reduce_grad(lowered, config.overlap_grad_reduce ? ReduceGradPlacement::AfterLastWeightGrad : ReduceGradPlacement::AtEnd);
   }

@@ -1,6 +1,8 @@
 // Lowering passes: send/recv placement and B <-> I+W.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "pipelab/base/error.h"
 #include "pipelab/schedules/dependencies.h"
 #include "pipelab/schedules/formats.h"
@@ -58,6 +60,33 @@ TEST(AddSendRecv, DropsIdleSlots) {
   for (const auto& list : add_send_recv(s).ranks) {
     for (const Slot& a : list) EXPECT_TRUE(a.has_value());
   }
+}
+
+TEST(OverlapForwardBackward, PairsEachBackwardWithTheNextForward) {
+  // Without a pipeline: Megatron's extra warm-up forward, then B(i) with F(i+1).
+  const Schedule s = overlap_forward_backward(make_schedule("1f1b", {1, 1, 4, 0}));
+  EXPECT_EQ(row(s, 0), "0F0 (0F1;0B0)OVERLAP_F_B (0F2;0B1)OVERLAP_F_B (0F3;0B2)OVERLAP_F_B 0B3");
+}
+
+TEST(OverlapForwardBackward, NeverPairsAForwardWithItsOwnMicrobatch) {
+  for (auto [pp, vp, m] : {std::tuple{4, 2, 8}, {8, 4, 64}, {2, 24, 32}, {4, 3, 12}}) {
+    const Schedule s = overlap_forward_backward(make_schedule("interleaved-1f1b", {pp, vp, m, 0}));
+    EXPECT_TRUE(validate(s).ok()) << pp << " " << vp << " " << m;
+    int units = 0;
+    for (const auto& rank : s.ranks) {
+      for (const Slot& a : rank) {
+        if (!a || a->op != Op::OverlapFB) continue;
+        ++units;
+        EXPECT_NE(a->mb, a->b_mb) << to_string(*a);
+      }
+    }
+    EXPECT_GT(units, 0);
+    EXPECT_NO_THROW(add_send_recv(s));  // lowers without deadlock
+  }
+}
+
+TEST(OverlapForwardBackward, RejectsALoweredSchedule) {
+  EXPECT_THROW(overlap_forward_backward(add_send_recv(make_schedule("1f1b", {2, 1, 4, 0}))), ScheduleError);
 }
 
 TEST(SplitBackward, ReplacesBByIThenW) {

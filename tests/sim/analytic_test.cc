@@ -118,6 +118,38 @@ TEST(AnalyticCost, Fp8SpeedsUpOnlyTheLinearLayersAndPaysForQuantization) {
   EXPECT_NEAR(o.throughput.mfu, o.throughput.tflops_per_gpu / gpu.peak_bf16_tflops, 1e-12);
 }
 
+// An F&B unit's duration is its critical path over four phases (F attention | B combine, B experts
+// | F dispatch, F experts | B dispatch, B attention | F combine), each the longer of its compute,
+// slowed by the 20 of 132 SMs DeepEP holds, and its transfer.
+TEST(AnalyticCost, OverlappedUnitIsItsPhasesCriticalPathByHand) {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  ParallelConfig c;
+  c.pp = 2;
+  c.ep = 16;
+  c.dp = 16;
+  c.mbs = 1;
+  c.gbs = 64;
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  c = resolve(c, m);
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const PipelineShape shape = make_schedule("1f1b", {2, 1, 4, 0}).shape;
+  const sim::AnalyticCost cost(m, gpu, c, shape);
+  const sim::PassCost& f = cost.stage(0).f;
+  sim::PassCost b = cost.stage(1).i;
+  b += cost.stage(1).w;
+  ASSERT_GT(f.ep_comm_ns, 0);
+  ASSERT_GT(f.expert_ns, 0);
+  const double share = 20.0 / gpu.sm_count;
+  auto phase = [&](double compute, double transfer) { return std::max(transfer, compute + share * transfer); };
+  const double expected = f.tp_comm_ns + f.cp_comm_ns + f.dp_comm_ns + b.tp_comm_ns + b.cp_comm_ns + b.dp_comm_ns +
+                          phase(f.compute_ns() - f.expert_ns, b.ep_comm_ns / 2) + phase(b.expert_ns, f.ep_comm_ns / 2) +
+                          phase(f.expert_ns, b.ep_comm_ns / 2) + phase(b.compute_ns() - b.expert_ns, f.ep_comm_ns / 2);
+  EXPECT_NEAR(cost.overlap_ns(0, 1), expected, 1e-6 * expected);
+  // Never longer than running the two halves one after the other, never shorter than either stream.
+  EXPECT_LT(cost.overlap_ns(0, 1), f.total_ns() + b.total_ns());
+  EXPECT_GT(cost.overlap_ns(0, 1), std::max(f.compute_ns() + b.compute_ns(), f.ep_comm_ns + b.ep_comm_ns));
+}
+
 TEST(AnalyticCost, PipelineNeighboursAcrossNodesUseTheNic) {
   const ModelSpec m = model_preset("llama3-8b");
   const auto gpu = gpu_preset("h100-sxm");

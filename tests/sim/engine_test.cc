@@ -1,6 +1,8 @@
 // Engine semantics: streams, communication on the critical path, determinism, deadlock reports.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "pipelab/base/error.h"
@@ -83,6 +85,25 @@ TEST(Engine, TransfersSerializeOnTheSendersLink) {
   }
   ASSERT_EQ(sends.size(), 4u);
   for (std::size_t k = 1; k < sends.size(); ++k) EXPECT_GE(sends[k].first, sends[k - 1].second);
+}
+
+// Megatron's merged 1F1B (overlap_forward_backward) costs nothing when a unit is no shorter than
+// its halves, and gains when it is: the extra warm-up forward keeps the next rank fed.
+TEST(Engine, MergedInterleavedUnitsNeverLengthenTheIteration) {
+  for (auto [pp, vp, m] : {std::tuple{4, 2, 8}, {8, 4, 64}, {2, 24, 32}}) {
+    const Schedule compute = make_schedule("interleaved-1f1b", {pp, vp, m, 0});
+    auto makespan = [&](const Schedule& s, std::int64_t unit) {
+      sim::UniformTimes t;
+      t.f_ns = 1000;
+      t.i_ns = 2000;
+      t.w_ns = 0;
+      t.fb_ns = unit;
+      return compute_metrics(sim::simulate(add_send_recv(s), sim::UniformCost(t)).timeline).makespan_ns;
+    };
+    const Schedule merged = overlap_forward_backward(compute);
+    EXPECT_EQ(makespan(merged, 3000), makespan(compute, 3000)) << pp << " " << vp << " " << m;
+    EXPECT_LT(makespan(merged, 2000), makespan(compute, 3000)) << pp << " " << vp << " " << m;
+  }
 }
 
 TEST(Engine, IsDeterministic) {

@@ -42,6 +42,9 @@ struct PlanRequest {
   std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   std::vector<Fsdp> fsdp = {Fsdp::kNone, Fsdp::kMegatron};  // distributed optimizer, or Megatron-FSDP
   bool embedding_loss_aware = true;  // also try Megatron's account-for-embedding/loss split
+  // MoE: NCCL all-to-all, as NVIDIA's recipes run (Megatron's own default, allgather, moves every
+  // token to every EP rank); exported in the recipes.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;
   int max_cp = 16;
   int top_k = 10;
   double time_budget_s = 0;  // > 0: stop after this long and return the best found so far

@@ -49,6 +49,8 @@ struct ModelSpec {
   int moe_shared_expert_intermediate_size = 0;    // total width of the shared experts, 0 = none
   int moe_layer_freq = 1;        // layer i (past the dense prefix) is MoE iff i % moe_layer_freq == 0
   int num_dense_layers = 0;      // leading dense layers (DeepSeek first_k_dense_replace)
+  int moe_router_num_groups = 0;  // group-limited routing: experts in this many contiguous groups (0 = off)
+  int moe_router_group_topk = 0;  // each token picks experts from this many groups (DeepSeek-V3: 4 of 8 nodes)
 
   // --- multi-latent attention (DeepSeek-V2/V3) ---
   bool multi_latent_attention = false;

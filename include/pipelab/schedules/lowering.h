@@ -23,6 +23,16 @@ enum class ReduceGradPlacement { AfterLastWeightGrad, AtEnd };
 /// the rank still computes other stages; or, with AtEnd, after the rank's last action.
 Schedule add_reduce_grad(const Schedule& s, ReduceGradPlacement placement = ReduceGradPlacement::AfterLastWeightGrad);
 
+/// Megatron's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm): a forward F(s, mb) and
+/// a full backward B(s', mb') of another microbatch that are adjacent on their rank (either order)
+/// run as one F&B unit, so each half's expert-parallel communication can hide behind the other's
+/// compute. Where a rank runs F(i) B(i) F(i+1) B(i+1) (1F1B's last rank, PP=1), this pairs B(i) with
+/// F(i+1): Megatron's extra warm-up forward. Pairs are taken in a round-robin replay of the
+/// dependencies, and only when both halves' inputs are there when the unit could start, so a unit
+/// never waits on its own forward's consumers and the result cannot deadlock. Input: a valid
+/// compute-only schedule.
+Schedule overlap_forward_backward(const Schedule& compute);
+
 /// Drops SEND/RECV/REDUCE_GRAD actions and idle slots: the compute-only view of a lowered schedule.
 Schedule remove_comms(const Schedule& s);
 

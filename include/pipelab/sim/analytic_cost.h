@@ -6,12 +6,14 @@
 //   - attention core (QK^T, PV; causal): the same roofline per (microbatch, head) call;
 //   - norms, activations, residuals, RoPE, cross-entropy: bytes / (HBM bandwidth x efficiency);
 //   - TP: all-reduce, or all-gather + reduce-scatter with sequence parallel, 4 per layer per pass,
-//     on NVLink when the TP group fits a node; EP all-to-all (dispatch + combine) on MoE layers;
+//     on NVLink when the TP group fits a node; on MoE layers the dispatch and combine of the
+//     configured dispatcher with their permutes (moe_dispatch.h), scaled by moe_load_imbalance;
 //     CP ring exchange of K/V, hidden behind the attention core where it fits;
 //   - embedding on the first part, final norm + LM head + loss (+ MTP) on the last;
 //   - recompute: selective re-runs the attention core in I, full re-runs the whole forward in I;
 //   - kernel-launch gaps per kernel;
-//   - F&B units (DualPipe) hide EP all-to-all behind the other half's compute.
+//   - F&B units (DualPipe; 1F1B with overlap_moe_expert_parallel_comm) hide EP traffic behind the
+//     other half's compute, slowed by the SMs the dispatch kernels hold.
 // P2P uses NVLink or the NIC by node placement; REDUCE_GRAD is the distributed optimizer's
 // gradient reduce-scatter over DP x CP.
 #pragma once
@@ -40,6 +42,7 @@ struct PassCost {
   double cp_comm_ns = 0;  // exposed part only
   double dp_comm_ns = 0;  // FSDP's per-layer weight gathers and gradient reduce-scatters, exposed part only
   double launch_ns = 0;
+  double expert_ns = 0;  // of the compute above, the MoE experts' share (MLP GEMMs, activation, permutes)
   double flops = 0;
 
   double compute_ns() const { return gemm_ns + attention_ns + elementwise_ns + launch_ns; }
@@ -67,8 +70,10 @@ class AnalyticCost final : public CostModel {
   std::int64_t reduce_grad_ns(int rank, int stage) const override;
 
   const StageCost& stage(int s) const { return stages_[static_cast<std::size_t>(s)]; }
-  /// F&B unit of (f_stage, b_stage): both halves' compute, their TP traffic, and whatever EP
-  /// traffic the other half's compute cannot hide.
+  /// F&B unit of (f_stage, b_stage): both halves' TP and CP traffic, and four overlapped phases
+  /// (DualPipe's chunk pairing, which Megatron's merged 1F1B follows): F attention with B combine,
+  /// B experts with F dispatch, F experts with B dispatch, B attention with F combine; each phase
+  /// takes the longer of its compute (slowed by the SMs the EP kernels hold) and its transfer.
   double overlap_ns(int f_stage, int b_stage) const;
 
  private:
@@ -95,7 +100,8 @@ class AnalyticCost final : public CostModel {
     double f_flops = 0, i_flops = 0, w_flops = 0;
     double f_compute_ns = 0, b_compute_ns = 0;            // F, and I + W, without communication
     double f_exposed_comm_ns = 0, b_exposed_comm_ns = 0;  // TP + exposed CP
-    double f_ep_ns = 0, b_ep_ns = 0;                      // EP all-to-all (hidden by F&B overlap)
+    double f_ep_ns = 0, b_ep_ns = 0;                      // EP dispatch + combine (hidden by F&B overlap)
+    double f_expert_ns = 0, b_expert_ns = 0;              // the experts' share of the compute
   };
 
   std::shared_ptr<const LayerGeometry> geometry_;
@@ -109,6 +115,7 @@ class AnalyticCost final : public CostModel {
   bool fp8_ = false;               // linear layers in FP8 (Transformer Engine)
   double fp8_flops_per_ns_ = 0;    // FP8 peak, x the block-scaled GEMMs' factor for blockwise
   double quantize_bytes_ = 0;      // HBM bytes per element of an unfused quantization
+  double ep_sm_share_ = 0;         // share of the SMs the EP dispatch kernels hold (flex dispatcher)
 };
 
 }  // namespace pipelab::sim

@@ -70,6 +70,11 @@ struct SimulationOutcome {
 /// schedule's constraints are broken.
 SimulationOutcome simulate_config(const SimulationRequest& request);
 
+/// True when `schedule` with `vp` chunks per rank runs with Megatron's 1F1B all-to-all overlap under
+/// `config` (overlap_moe_expert_parallel_comm, ep > 1; 1f1b or interleaved-1f1b, with pp = 1 or
+/// vp > 1): its B and F of adjacent microbatches are merged into F&B units (overlap_forward_backward).
+bool merges_forward_backward(std::string_view schedule, const ParallelConfig& config, int vp);
+
 /// The schedule `request` simulates, built and lowered (send/recv, and REDUCE_GRAD with data
 /// parallelism): what simulate_config runs, for a caller that shares it between requests.
 /// Throws ScheduleError when the schedule's own constraints are broken.
