@@ -39,7 +39,7 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--moe-token-dispatcher-type", "moe_token_dispatcher_type", "allgather (Megatron's default) | alltoall | flex (docs/simulator.md, \"MoE dispatch\")"},
     {"--moe-flex-dispatcher-backend", "moe_flex_dispatcher_backend", "flex: deepep | hybridep (the SMs its kernels hold)"},
     {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (scales its traffic and expert GEMMs)"},
-    {"--cp-comm-type", "cp_comm_type", "p2p (default) | all_gather | a2a (accepted; not modelled yet: p2p ring)"},
+    {"--cp-comm-type", "cp_comm_type", "p2p (default: ring hidden behind attention) | all_gather | a2a (Ulysses)"},
 };
 struct LayoutSwitch {
   const char* flag;
@@ -66,7 +66,7 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--recompute-activations", "recompute", "selective", "Selective recompute (core attention)"},
     {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "true", "1F1B EP all-to-all overlap: B and the next F merged into F&B units"},
     {"--delay-wgrad-compute", "delay_wgrad_compute", "true", "With the EP overlap: expert wgrad after the combine (accepted; not modelled: measured neutral)"},
-    {"--tp-comm-overlap", "tp_comm_overlap", "true", "TE userbuffers TP overlap (accepted; not modelled yet)"},
+    {"--tp-comm-overlap", "tp_comm_overlap", "true", "TE userbuffers TP overlap: SP collectives pipelined with their GEMMs (needs SP)"},
 };
 
 // Products of flag values are formed below before ParallelConfig's rules run: refuse the ones that

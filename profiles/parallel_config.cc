@@ -350,6 +350,16 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (m.ffn_hidden_size % c.tp != 0) {
     error("tp", "tp_divides_ffn", "tp=" + str(c.tp) + " must divide ffn_hidden_size=" + str(m.ffn_hidden_size));
   }
+  // Ulysses-style CP scatters the heads (and query groups) each TP rank holds over the CP ranks.
+  if (c.cp > 1 && c.cp_comm_type == CpCommType::kA2a && c.tp > 0 && (m.num_attention_heads / c.tp) % c.cp != 0) {
+    error("cp_comm_type", "a2a_heads",
+          "cp_comm_type=a2a needs cp=" + str(c.cp) + " to divide the heads per TP rank, num_attention_heads/tp = " +
+              str(m.num_attention_heads / c.tp));
+  }
+  // TE userbuffers overlap the sequence-parallel all-gathers and reduce-scatters.
+  if (c.tp_comm_overlap && c.tp > 1 && !sp) {
+    error("tp_comm_overlap", "needs_sequence_parallel", "tp_comm_overlap needs sequence parallelism (Transformer Engine userbuffers)");
+  }
   const int etp = c.expert_tp();
   if (m.is_moe() && m.moe_ffn_hidden_size % etp != 0) {
     error(c.etp > 0 ? "etp" : "tp", "etp_divides_moe_ffn",

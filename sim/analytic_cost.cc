@@ -26,6 +26,12 @@ constexpr double kQuantizeCurrentBytes = 6;
 constexpr double kQuantizeFusedBytes = 2;
 // Extra kernels per layer per pass for the unfused quantizations and amax updates.
 constexpr double kFp8KernelsPerLayerPass = 4;
+// TP communication overlap (TE userbuffers, --tp-comm-overlap): each SP all-gather or reduce-scatter
+// is split into 4 chunks pipelined with its GEMM, and the kernels hold 16 SMs while they run
+// (Megatron-Bridge performance guide: num_splits 4, "a 1x ReduceScatter chunk remains exposed",
+// "The default SM allocation for communication is 16").
+constexpr double kTpOverlapSplits = 4;
+constexpr double kTpOverlapSms = 16;
 // Block-scaled (1x128 / 128x128) GEMMs against per-tensor ones: TE gemm_profiling.rst, H200, 5B-model
 // shapes, autocast: 20.285 ms (current scaling) / 22.882 ms (blockwise) per layer.
 constexpr double kBlockwiseGemmFactor = 20.285 / 22.882;
@@ -124,6 +130,16 @@ double AnalyticCost::linear_ns(double flops, double calls) const {
   return flops / (fp8_flops_per_ns_ * gpu_.gemm_efficiency(per_call, Precision::kFp8));
 }
 
+double AnalyticCost::tp_overlap_exposed_ns(double comm_ns, double gemm_ns) const {
+  if (gemm_ns <= 0) return comm_ns;
+  // The first chunk's transfer (AG) or the last one's (RS) stays exposed; the other chunks run beside
+  // the GEMM's chunks, which the communication kernels' SMs slow while they run.
+  const double share = gpu_.sm_count > 0 ? kTpOverlapSms / gpu_.sm_count : 0;
+  const double chunk = comm_ns / kTpOverlapSplits, rest = comm_ns - chunk;
+  const double overlapped = std::max(rest, gemm_ns + share * rest);
+  return chunk + overlapped - gemm_ns;
+}
+
 double AnalyticCost::memory_ns(double bytes) const {
   return bytes / (gpu_.hbm_bandwidth_gbps * gpu_.memory_bandwidth_efficiency);  // GB/s = bytes/ns
 }
@@ -199,15 +215,47 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     tp_backward_ns = fwd.tp_comm_ns;
     // FP8 with SP: the forward all-gathers move the quantized (1-byte) inputs (TE's FP8 all-gather).
     if (fp8_ && g.sequence_parallel()) fwd.tp_comm_ns = 2 * collective_ns(full * ring / 2, c.tp - 1, link) + 2 * collective_ns(full * ring, c.tp - 1, link);
+    if (c.tp_comm_overlap && g.sequence_parallel()) {
+      // Each collective is paired with its GEMM (AG->QKV, out-proj->RS, AG->FC1, FC2->RS); in I the
+      // same pairs run in reverse with the dgrad GEMMs of the same sizes.
+      const double fc1_share = w.mlp_up / (w.mlp_up + w.mlp);
+      const double gemms[4] = {qkv_ns, out_ns, moe ? 0.0 : mlp_ns * fc1_share, moe ? 0.0 : mlp_ns * (1 - fc1_share)};
+      auto exposed = [&](double total_comm) {
+        double ns = 0;
+        for (double gemm : gemms) ns += tp_overlap_exposed_ns(total_comm / 4, gemm);
+        return ns;
+      };
+      fwd.tp_comm_ns = exposed(fwd.tp_comm_ns);
+      tp_backward_ns = exposed(tp_backward_ns);
+    }
   }
   // EP: the token dispatch and the combine, each with its expert-TP gather or scatter.
   fwd.ep_comm_ns = 2 * dispatch.comm_ns;
-  // CP: each rank passes its K/V chunk around the ring; exposed only beyond the attention compute.
+  // CP (TE's cp_comm_type): p2p passes each rank's K/V chunk around the ring, exposed only beyond the
+  // attention compute (I: K/V and dK/V, twice); all_gather gathers all K/V first, not overlapped
+  // (I: gathered again and dK/V reduce-scattered); a2a (Ulysses) trades sequence for heads with four
+  // all-to-alls of Q, K, V and the output, not overlapped (I: the same four).
+  double cp_backward_ns = 0;
   if (c.cp > 1) {
     const double kv_local = (w.key + w.value) / c.tp;
-    const double bytes = tokens * kv_local * kBf16Bytes * (c.cp - 1);
     const Link link = layout_.group_link(c.tp, c.cp);
-    fwd.cp_comm_ns = std::max(0.0, collective_ns(bytes, c.cp - 1, link) - fwd.attention_ns);
+    const double gathered = tokens * kv_local * kBf16Bytes * (c.cp - 1);
+    switch (c.cp_comm_type) {
+      case CpCommType::kP2p:
+        fwd.cp_comm_ns = std::max(0.0, collective_ns(gathered, c.cp - 1, link) - fwd.attention_ns);
+        cp_backward_ns = 2 * fwd.cp_comm_ns;
+        break;
+      case CpCommType::kAllGather:
+        fwd.cp_comm_ns = collective_ns(gathered, c.cp - 1, link);
+        cp_backward_ns = 2 * fwd.cp_comm_ns;
+        break;
+      case CpCommType::kA2a: {
+        const double moved = tokens * (2 * w.query + w.key + w.value) / c.tp * kBf16Bytes * (c.cp - 1) / c.cp;
+        fwd.cp_comm_ns = collective_ns(moved, 4, link);  // four all-to-alls, one latency each
+        cp_backward_ns = fwd.cp_comm_ns;
+        break;
+      }
+    }
   }
   // FSDP (parameters sharded): the layer's weights are all-gathered before its forward and again
   // before its backward, and its gradients reduce-scattered after W; the next layer's gather is
@@ -237,7 +285,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   in.launch_ns = fwd.launch_ns;
   in.tp_comm_ns = tp_backward_ns;
   in.ep_comm_ns = fwd.ep_comm_ns;
-  in.cp_comm_ns = c.cp > 1 ? 2 * fwd.cp_comm_ns : 0;
+  in.cp_comm_ns = cp_backward_ns;
   in.flops = lf.input_grad();
   if (moe) in.expert_ns = mlp_ns + 2 * act_ns + permute_ns;
   if (full_recompute) {

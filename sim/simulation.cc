@@ -52,19 +52,14 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
     if (w.rule == "pp_without_vp" && info.splits_backward) continue;
     out.warnings.push_back(w.message);
   }
-  // Accepted so pasted recipes run, but the cost model does not act on them yet (docs/simulator.md).
-  const ParallelConfig defaults;
-  auto not_modelled = [&](bool set, const std::string& what) {
-    if (set) out.warnings.push_back(what + " is accepted but not modelled yet: predictions ignore it");
-  };
-  // (pp > 1 without vp: check() warned already.)
+  // The merged 1F1B exists for Megatron's own schedules only (pp > 1 without vp: check() warned already).
+  // delay_wgrad_compute is accepted and not modelled (docs/simulator.md, "MoE dispatch").
+
   if (config.overlap_moe_expert_parallel_comm && config.ep > 1 && info.name != "1f1b" && info.name != "interleaved-1f1b") {
     out.warnings.push_back("overlap_moe_expert_parallel_comm applies to 1f1b and interleaved-1f1b (Megatron's merged F and B "
                            "of adjacent microbatches): " + info.name + " runs without it" +
                            (info.name.starts_with("dualpipe") ? " (its own F&B units already overlap EP traffic)" : ""));
   }
-  not_modelled(config.tp_comm_overlap, "tp_comm_overlap");
-  not_modelled(config.cp_comm_type != defaults.cp_comm_type, "cp_comm_type=" + std::string(to_string(config.cp_comm_type)));
   config.vp = vp;
   out.config = config;
   if (!uniform) out.pipeline_layout = resolve_pipeline_layout(split, req.model, shape.stages_per_chain()).layout.to_megatron();

@@ -150,6 +150,48 @@ TEST(AnalyticCost, OverlappedUnitIsItsPhasesCriticalPathByHand) {
   EXPECT_GT(cost.overlap_ns(0, 1), std::max(f.compute_ns() + b.compute_ns(), f.ep_comm_ns + b.ep_comm_ns));
 }
 
+// TE userbuffers: each SP collective pipelined with its GEMM in 4 chunks; one chunk stays exposed.
+TEST(AnalyticCost, TpCommOverlapHidesAllButAChunkOfEachCollective) {
+  const ModelSpec m = model_preset("llama3-70b");
+  ParallelConfig c = layout(m, 4, 1, 2, 1, 8, 8192);
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const sim::AnalyticCost plain(m, gpu, c, shape);
+  c.tp_comm_overlap = true;
+  const sim::AnalyticCost overlapped(m, gpu, c, shape);
+  for (auto pass : {&sim::StageCost::f, &sim::StageCost::i}) {
+    const double before = (plain.stage(0).*pass).tp_comm_ns, after = (overlapped.stage(0).*pass).tp_comm_ns;
+    EXPECT_LT(after, before);
+    EXPECT_GE(after, before / 4 * (1 - 1e-9));  // the four exposed chunks
+    EXPECT_EQ((plain.stage(0).*pass).gemm_ns, (overlapped.stage(0).*pass).gemm_ns);
+  }
+  c.sequence_parallel = false;
+  EXPECT_FALSE(check(c, m, gpu).ok());  // userbuffers need sequence parallelism
+}
+
+// CP communication types: p2p hides its ring behind attention, all_gather does not, a2a moves
+// Q, K, V and the output once each: (2q + k + v) x tokens x 2 B x (cp-1)/cp, four latencies.
+TEST(AnalyticCost, ContextParallelCommTypesByHand) {
+  const ModelSpec m = model_preset("llama3-8b");  // 32 heads, 8 groups, 128 channels
+  ParallelConfig c = layout(m, 1, 1, 4, 1, 8, 8192);
+  c.cp = 2;
+  c.dp = 2;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  auto cp_ns = [&](CpCommType type) {
+    c.cp_comm_type = type;
+    return sim::AnalyticCost(m, gpu, c, shape).stage(0).f.cp_comm_ns / m.num_layers;
+  };
+  const double p2p = cp_ns(CpCommType::kP2p), gather = cp_ns(CpCommType::kAllGather), a2a = cp_ns(CpCommType::kA2a);
+  const double tokens = 8192 / 2, bw = gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency;
+  EXPECT_NEAR(gather, gpu.nvlink_latency_ns + tokens * 2048 * 2 / bw, 1e-6 * gather);
+  EXPECT_LE(p2p, gather);
+  EXPECT_NEAR(a2a, 4 * gpu.nvlink_latency_ns + tokens * (2 * 4096 + 2048) * 2 * 0.5 / bw, 1e-6 * a2a);
+  c.cp = 3;  // 32 heads do not split over 3 CP ranks
+  c.cp_comm_type = CpCommType::kA2a;
+  EXPECT_FALSE(check(c, m, gpu).ok());
+}
+
 TEST(AnalyticCost, PipelineNeighboursAcrossNodesUseTheNic) {
   const ModelSpec m = model_preset("llama3-8b");
   const auto gpu = gpu_preset("h100-sxm");

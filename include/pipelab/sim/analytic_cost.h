@@ -8,7 +8,9 @@
 //   - TP: all-reduce, or all-gather + reduce-scatter with sequence parallel, 4 per layer per pass,
 //     on NVLink when the TP group fits a node; on MoE layers the dispatch and combine of the
 //     configured dispatcher with their permutes (moe_dispatch.h), scaled by moe_load_imbalance;
-//     CP ring exchange of K/V, hidden behind the attention core where it fits;
+//     CP ring exchange of K/V hidden behind the attention core where it fits, or its all_gather
+//     or a2a (Ulysses) communication, not overlapped; TP overlap (userbuffers) pairs each SP
+//     collective with its GEMM;
 //   - embedding on the first part, final norm + LM head + loss (+ MTP) on the last;
 //   - recompute: selective re-runs the attention core in I, full re-runs the whole forward in I;
 //   - kernel-launch gaps per kernel;
@@ -92,6 +94,9 @@ class AnalyticCost final : public CostModel {
   /// A linear layer's GEMM: FP8 (its own curve and peak) when the precision is fp8, else gemm_ns.
   double linear_ns(double flops, double calls) const;
   double memory_ns(double bytes) const;
+  /// TP communication overlap: what of a collective of `comm_ns` its paired GEMM of `gemm_ns` leaves
+  /// exposed (its first or last chunk, and what outlasts the GEMM slowed by the comm kernels' SMs).
+  double tp_overlap_exposed_ns(double comm_ns, double gemm_ns) const;
   double collective_ns(double bytes_on_wire, int steps, const Link& link) const;
 
   // Per stage, what duration_ns / flops / overlap_ns need, so the engine's hot path only looks up.
