@@ -146,8 +146,7 @@ double AnalyticCost::memory_ns(double bytes) const {
 
 // Ring collective: `steps` latency hops and `bytes_on_wire` bytes through each GPU's link.
 double AnalyticCost::collective_ns(double bytes_on_wire, int steps, const Link& link) const {
-  if (bytes_on_wire <= 0) return 0;
-  return steps * link.latency_ns + bytes_on_wire / (link.bandwidth_gbps * gpu_.collective_efficiency);
+  return sim::collective_ns(bytes_on_wire, steps, link, gpu_.collective_efficiency);
 }
 
 PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) const {

@@ -13,6 +13,11 @@ long ClusterLayout::global_rank(int tp_rank, int cp_rank, int dp_rank, int pp_ra
   return tp_rank + tp * (cp_rank + cp * (dp_rank + dp * static_cast<long>(pp_rank)));
 }
 
+double collective_ns(double bytes_on_wire, double steps, const Link& link, double efficiency) {
+  if (bytes_on_wire <= 0) return 0;
+  return steps * link.latency_ns + bytes_on_wire / (link.bandwidth_gbps * efficiency);  // GB/s = bytes/ns
+}
+
 Link ClusterLayout::pipeline_link(int p, int q) const {
   const long a = global_rank(0, 0, 0, p), b = global_rank(0, 0, 0, q);
   return same_node(a, b) ? nvlink() : nic();

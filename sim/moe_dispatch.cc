@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "pipelab/sim/cluster_layout.h"
 #include "pipelab/sim/layer_geometry.h"
 
 namespace pipelab::sim {
@@ -57,63 +58,51 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
   const double skew = c.moe_load_imbalance;
   const EpPlacement at = ep_placement(c.ep, etp, gpu.gpus_per_node);
   const double ep = at.ep, g = at.ranks_per_node;
-  const double nvlink_bw = gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency;  // bytes/ns
-  const double nic_bw = gpu.nic_bandwidth_gbps * gpu.collective_efficiency;
-  double latency_ns = 0;
+  // The expert grid's groups start at a node boundary: ETP fastest, then EP (MoE parallel folding).
+  const ClusterLayout layout(c, gpu);
+  const double efficiency = gpu.collective_efficiency;
 
-  switch (c.moe_token_dispatcher_type) {
-    case MoeDispatcher::kAllgather: {
-      // All-gather every token (hidden states; probs and routing map are small) over EP x ETP, then
-      // reduce-scatter in the combine: ring traffic T h (G - 1) per GPU, independent of k.
-      const int group = c.ep * etp;
-      const bool one_node = group <= std::max(1, gpu.gpus_per_node);
-      (one_node ? out.nvlink_bytes : out.nic_bytes) = tokens * token_bytes * (group - 1);
-      latency_ns = (group - 1) * (one_node ? gpu.nvlink_latency_ns : gpu.nic_latency_ns);
-      // The experts pick their tokens out of the gathered set and scatter them back.
-      out.permute_bytes = 2 * copies * token_bytes;
-      break;
-    }
-    case MoeDispatcher::kAlltoall: {
-      // One copy per (token, expert) pair to a uniformly chosen EP rank: 1/ep stays, (g-1)/ep go
-      // over NVLink, the rest through the NIC (NCCL cannot aggregate NICs for an all-to-all).
-      out.nvlink_bytes = copies * token_bytes * (g - 1) / ep;
-      out.nic_bytes = copies * token_bytes * (ep - g) / ep;
-      // Global permute (read T, write k T), then a local sort by expert when a rank holds several.
-      out.permute_bytes = (tokens + copies) * token_bytes + (local_experts > 1 ? 2 * copies * token_bytes : 0);
-      break;
-    }
-    case MoeDispatcher::kFlex: {
-      // A token crosses the network once per distinct remote node among its k experts, and is then
-      // forwarded over NVLink once per distinct destination GPU other than the receiving one.
-      const double nodes_hit = expected_nodes_hit(model, at);
-      const double remote_nodes = nodes_hit * (at.nodes - 1) / at.nodes;  // the own node is hit with p = hit / nodes
-      const double distinct_ranks = expected_distinct(ep, k);
-      const double own_node_others = distinct_ranks * (g - 1) / ep;
-      const double forwarded = distinct_ranks * (ep - g) / ep * (g - 1) / g;
-      out.nic_bytes = tokens * token_bytes * remote_nodes;
-      out.nvlink_bytes = tokens * token_bytes * (own_node_others + forwarded);
-      // The global permute is fused into the kernel; the local one to expert order is not.
-      out.permute_bytes = 2 * copies * token_bytes;
-      out.comm_sms = c.moe_flex_dispatcher_backend == "hybridep" ? kHybridEpSms : kDeepEpSms;
-      break;
-    }
+  if (c.moe_token_dispatcher_type == MoeDispatcher::kAllgather) {
+    // All-gather every token (hidden states; probs and routing map are small) over EP x ETP, then
+    // reduce-scatter in the combine: ring traffic T h (G - 1) per GPU, independent of k.
+    const int group = c.ep * etp;
+    const Link link = layout.group_link(1, group);
+    (link.nvlink ? out.nvlink_bytes : out.nic_bytes) = skew * tokens * token_bytes * (group - 1);
+    // The experts pick their tokens out of the gathered set and scatter them back.
+    out.permute_bytes = skew * 2 * copies * token_bytes;
+    out.comm_ns = collective_ns(out.nvlink_bytes + out.nic_bytes, group - 1, link, efficiency);
+    return out;
   }
-  if (c.moe_token_dispatcher_type != MoeDispatcher::kAllgather) {
-    if (out.nvlink_bytes > 0) latency_ns = std::max(latency_ns, gpu.nvlink_latency_ns);
-    if (out.nic_bytes > 0) latency_ns = std::max(latency_ns, gpu.nic_latency_ns);
+  if (c.moe_token_dispatcher_type == MoeDispatcher::kAlltoall) {
+    // One copy per (token, expert) pair to a uniformly chosen EP rank: 1/ep stays, (g-1)/ep go
+    // over NVLink, the rest through the NIC (NCCL cannot aggregate NICs for an all-to-all).
+    out.nvlink_bytes = copies * token_bytes * (g - 1) / ep;
+    out.nic_bytes = copies * token_bytes * (ep - g) / ep;
+    // Global permute (read T, write k T), then a local sort by expert when a rank holds several.
+    out.permute_bytes = (tokens + copies) * token_bytes + (local_experts > 1 ? 2 * copies * token_bytes : 0);
+  } else {
+    // flex: a token crosses the network once per distinct remote node among its k experts, and is
+    // then forwarded over NVLink once per distinct destination GPU other than the receiving one.
+    const double nodes_hit = expected_nodes_hit(model, at);
+    const double remote_nodes = nodes_hit * (at.nodes - 1) / at.nodes;  // the own node is hit with p = hit / nodes
+    const double distinct_ranks = expected_distinct(ep, k);
+    const double own_node_others = distinct_ranks * (g - 1) / ep;
+    const double forwarded = distinct_ranks * (ep - g) / ep * (g - 1) / g;
+    out.nic_bytes = tokens * token_bytes * remote_nodes;
+    out.nvlink_bytes = tokens * token_bytes * (own_node_others + forwarded);
+    // The global permute is fused into the kernel; the local one to expert order is not.
+    out.permute_bytes = 2 * copies * token_bytes;
+    out.comm_sms = c.moe_flex_dispatcher_backend == "hybridep" ? kHybridEpSms : kDeepEpSms;
   }
   out.nvlink_bytes *= skew;
   out.nic_bytes *= skew;
   out.permute_bytes *= skew;
-  double ns = latency_ns + std::max(out.nvlink_bytes / nvlink_bw, out.nic_bytes / nic_bw);
-  // Expert tensor parallelism (alltoall, flex): the dispatched copies are all-gathered over ETP
-  // after the transfer (reduce-scattered in the combine); the allgather dispatcher's group covers it.
-  if (etp > 1 && c.moe_token_dispatcher_type != MoeDispatcher::kAllgather) {
-    const bool one_node = etp <= std::max(1, gpu.gpus_per_node);
-    const double bytes = skew * copies * token_bytes * (etp - 1) / etp;
-    ns += (etp - 1) * (one_node ? gpu.nvlink_latency_ns : gpu.nic_latency_ns) + bytes / (one_node ? nvlink_bw : nic_bw);
-  }
-  out.comm_ns = ns;
+  // Both links at once (one message latency each): the slower one decides.
+  out.comm_ns = std::max(collective_ns(out.nvlink_bytes, 1, layout.nvlink(), efficiency),
+                         collective_ns(out.nic_bytes, 1, layout.nic(), efficiency));
+  // Expert tensor parallelism: the dispatched copies are all-gathered over ETP after the transfer
+  // (reduce-scattered in the combine).
+  if (etp > 1) out.comm_ns += collective_ns(skew * copies * token_bytes * (etp - 1) / etp, etp - 1, layout.group_link(1, etp), efficiency);
   return out;
 }
 

@@ -14,6 +14,10 @@ struct Link {
   bool nvlink = true;
 };
 
+/// A collective's time: `steps` latency hops, then `bytes_on_wire` through each GPU's link at
+/// `efficiency` of its bandwidth (0 when nothing moves).
+double collective_ns(double bytes_on_wire, double steps, const Link& link, double efficiency);
+
 class ClusterLayout {
  public:
   ClusterLayout(const ParallelConfig& config, const GpuSpec& gpu);
@@ -26,10 +30,10 @@ class ClusterLayout {
   /// Link a collective over `group` consecutive-stride ranks uses: NVLink when the whole group
   /// (spanning `stride * group` global ranks) fits in one node, else the NIC (the ring's slowest hop).
   Link group_link(long stride, int group) const;
-
- private:
   Link nvlink() const { return {gpu_.nvlink_bandwidth_gbps, gpu_.nvlink_latency_ns, true}; }
   Link nic() const { return {gpu_.nic_bandwidth_gbps, gpu_.nic_latency_ns, false}; }
+
+ private:
 
   ParallelConfig config_;
   GpuSpec gpu_;
