@@ -12,6 +12,22 @@
 #include "pipelab/sim/analytic_cost.h"
 
 namespace pipelab::sim {
+namespace {
+
+// Mean over ranks of each rank's summed in-action communication.
+InActionComm mean_in_action_comm(const Timeline& t, const CostModel& cost) {
+  InActionComm sum;
+  for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    for (const TimelineEvent& e : t.ranks[r]) {
+      if (e.stream == Stream::Compute) sum += cost.in_action_comm(static_cast<int>(r), e.action);
+    }
+  }
+  if (t.ranks.empty()) return sum;
+  const double n = static_cast<double>(t.ranks.size());
+  return {sum.tp_ns / n, sum.ep_ns / n, sum.cp_ns / n, sum.fsdp_ns / n};
+}
+
+}  // namespace
 
 SimulationOutcome simulate_config(const SimulationRequest& req) {
   SimulationOutcome out;
@@ -70,14 +86,16 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
     cost = std::make_unique<AnalyticCost>(geometry, req.gpu, shape);
   } else {
     cost = std::make_unique<UniformCost>(req.uniform);
-    out.warnings.push_back("uniform cost model: TFLOPS, MFU and tokens/s divide the model's real FLOPs by the given "
-                           "synthetic times, so they say nothing about the hardware");
+    out.hardware_figures = false;
+    out.warnings.push_back("uniform cost model: times are synthetic, so TFLOPS/GPU and MFU are not reported and "
+                           "tokens/s says nothing about the hardware");
   }
 
   SimOptions options;
   if (memory) options.activations = memory->stage_activations();
   out.result = simulate(run, *cost, options);
   out.metrics = compute_metrics(out.result.timeline);
+  out.in_action_comm = mean_in_action_comm(out.result.timeline, *cost);
 
   const std::int64_t gpus = static_cast<std::int64_t>(config.tp) * config.pp * config.cp * config.dp;
   out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, geometry->vocab_divisor());

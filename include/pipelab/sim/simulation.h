@@ -58,6 +58,12 @@ struct SimulationOutcome {
   SimResult result;
   TimelineMetrics metrics;
   Throughput throughput;
+  /// False under uniform costs: the times are synthetic, so TFLOPS/GPU and MFU say nothing about
+  /// hardware and are not reported (null in the result).
+  bool hardware_figures = true;
+  /// Mean over ranks of the communication inside the rank's compute actions (the cost model's
+  /// in_action_comm summed over its timeline).
+  InActionComm in_action_comm;
   double model_flops = 0;
   std::int64_t tokens_per_iteration = 0;
   std::vector<StaticMemory> static_memory;      // per rank
