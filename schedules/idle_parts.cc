@@ -72,14 +72,7 @@ std::vector<IdleParts> split_idle(const Timeline& t) {
   std::vector<Interval> collectives, transfers;
   for (const auto& rank : t.ranks) {
     for (const TimelineEvent& e : rank) {
-      if (e.stream == Stream::Collective) {
-        collectives.emplace_back(e.start_ns, e.end_ns);
-        continue;
-      }
-      if (e.stream != Stream::Compute) {
-        transfers.emplace_back(e.start_ns, e.end_ns);
-        continue;
-      }
+      if (e.stream != Stream::Compute) continue;
       compute_end = std::max(compute_end, e.end_ns);
       const Action& a = e.action;
       auto note = [&](bool grad, int stage, int mb) {
@@ -89,6 +82,13 @@ std::vector<IdleParts> split_idle(const Timeline& t) {
       if (a.op == Op::F || a.op == Op::OverlapFB) note(false, a.stage, a.mb);
       if (a.op == Op::B || a.op == Op::I) note(true, a.stage, a.mb);
       if (a.op == Op::OverlapFB) note(true, a.b_stage, a.b_mb);
+    }
+  }
+  // Only what reaches past the last compute matters to the tail.
+  for (const auto& rank : t.ranks) {
+    for (const TimelineEvent& e : rank) {
+      if (e.stream == Stream::Compute || e.end_ns <= compute_end) continue;
+      (e.stream == Stream::Collective ? collectives : transfers).emplace_back(e.start_ns, e.end_ns);
     }
   }
   detail::merge(collectives);
@@ -114,9 +114,10 @@ std::vector<IdleParts> split_idle(const Timeline& t) {
       }
       if (e.stream == Stream::Compute && e.end_ns > e.start_ns) compute.push_back(&e);
     }
-    std::sort(compute.begin(), compute.end(), [](const TimelineEvent* a, const TimelineEvent* b) {
+    const auto earlier = [](const TimelineEvent* a, const TimelineEvent* b) {
       return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns < b->end_ns;
-    });
+    };
+    if (!std::is_sorted(compute.begin(), compute.end(), earlier)) std::sort(compute.begin(), compute.end(), earlier);
     // Walk the compute events in start order; a gap ends where one starts after all before it ended.
     std::int64_t covered_to = 0;
     for (std::size_t i = 0; i < compute.size(); ++i) {
