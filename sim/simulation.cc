@@ -10,6 +10,7 @@
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
 #include "pipelab/sim/analytic_cost.h"
+#include "pipelab/sim/iterations.h"
 
 namespace pipelab::sim {
 namespace {
@@ -93,14 +94,21 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
 
   SimOptions options;
   if (memory) options.activations = memory->stage_activations();
-  out.result = simulate(run, *cost, options);
+  if (req.iterations != 1) {
+    const RepeatedSchedule repeated = repeat_iterations(run, req.iterations);
+    options.iteration_starts = repeated.iteration_starts;
+    options.optimizer_step = req.optimizer_step;
+    out.result = simulate(repeated.schedule, *cost, options);
+  } else {
+    out.result = simulate(run, *cost, options);
+  }
   out.metrics = compute_metrics(out.result.timeline);
   out.in_action_comm = mean_in_action_comm(out.result.timeline, *cost);
 
   const std::int64_t gpus = static_cast<std::int64_t>(config.tp) * config.pp * config.cp * config.dp;
   out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, geometry->vocab_divisor());
   out.tokens_per_iteration = static_cast<std::int64_t>(config.gbs) * config.seq_length;
-  out.throughput = compute_throughput(out.metrics.makespan_ns, out.model_flops, out.tokens_per_iteration, gpus,
+  out.throughput = compute_throughput(out.metrics.makespan_ns / req.iterations, out.model_flops, out.tokens_per_iteration, gpus,
                                       req.gpu.peak_bf16_tflops);  // MFU against the BF16 dense peak, as NVIDIA and Megatron report it
   out.memory_capacity_bytes = req.gpu.usable_memory_bytes();
   for (int r = 0; r < config.pp; ++r) {

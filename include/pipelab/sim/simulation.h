@@ -47,6 +47,10 @@ struct SimulationRequest {
   /// Optional: the schedule already built and lowered for this layout (lowered_schedule()), shared
   /// by the layouts of a plan search instead of being built again for each.
   std::shared_ptr<const Schedule> lowered;
+  /// Consecutive iterations simulated as one timeline, with the optimizer step between them
+  /// (engine.h, OptimizerStep); throughput divides the makespan by `iterations`.
+  int iterations = 1;
+  OptimizerStep optimizer_step = OptimizerStep::Sync;
 };
 
 struct SimulationOutcome {
