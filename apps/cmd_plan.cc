@@ -3,6 +3,7 @@
 // --report write the plan result (pipelab/reports/plan_result.h).
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -87,7 +88,16 @@ reports::Summary summary_of(const plan::PlanPoint& p) {
           .memory_capacity_bytes = p.memory_capacity_bytes,
           .oom = !p.fits,
           .model_flops = p.model_flops,
-          .tokens_per_iteration = p.tokens_per_iteration};
+          .tokens_per_iteration = p.tokens_per_iteration,
+          .pipeline_bubble_ratio = p.idle.pipeline_bubble_ratio,
+          .stage_imbalance = p.idle.stage_imbalance,
+          .exposed_pp_comm_ns = p.idle.exposed_pp_comm_ns,
+          .exposed_dp_comm_ns = p.idle.exposed_dp_comm_ns,
+          .other_idle_ns = p.idle.other_idle_ns,
+          .exposed_tp_comm_ns = std::llround(p.in_action_comm.tp_ns),
+          .exposed_ep_comm_ns = std::llround(p.in_action_comm.ep_ns),
+          .exposed_cp_comm_ns = std::llround(p.in_action_comm.cp_ns),
+          .exposed_fsdp_comm_ns = std::llround(p.in_action_comm.fsdp_ns)};
 }
 
 reports::PlanLayout layout_of(const plan::PlanPoint& p) {

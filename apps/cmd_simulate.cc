@@ -23,6 +23,8 @@ struct SimulateOptions {
   std::string json_out;
   std::string trace_out;
   std::string report_out;
+  int iterations = 1;
+  std::string optimizer_step = "sync";
 };
 
 struct CompareOptions {
@@ -57,16 +59,33 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", o->json_out, "Write the result JSON here");
   cmd->add_option("--trace", o->trace_out, "Write a Chrome/Perfetto trace here");
   cmd->add_option("--report", o->report_out, "Write a report here (.html, .md, .csv)");
+  cmd->add_option("--iterations", o->iterations, "Consecutive iterations, with the optimizer step between them")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--optimizer-step", o->optimizer_step,
+                  "sync (all ranks finish, then step) | overlap (each rank steps and goes on, as zero-bubble's post-validation)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"sync", "overlap"}));
   cmd->callback([o, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(o->config);
-    const sim::SimulationRequest request = make_request(o->config, resolved, o->schedule);
+    sim::SimulationRequest request = make_request(o->config, resolved, o->schedule);
+    request.iterations = o->iterations;
+    request.optimizer_step = o->optimizer_step == "overlap" ? sim::OptimizerStep::Overlap : sim::OptimizerStep::Sync;
     const sim::SimulationOutcome outcome = sim::simulate_config(request);
     print_config_line(std::cout, resolved);
+    if (o->iterations > 1) {
+      std::cout << "# " << o->iterations << " iterations, optimizer step " << o->optimizer_step
+                << ": times and idle cover all of them; throughput uses makespan / " << o->iterations << "\n";
+    }
     for (const auto& w : outcome.warnings) std::cerr << "pipelab: warning: " << w << "\n";
     // The timeline goes into the result only when a file will hold it (docs/cli.md, "simulate").
     const bool files = !o->json_out.empty() || !o->trace_out.empty() || !o->report_out.empty();
-    const reports::ReportInput result = simulate_result(config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost),
-                                                        outcome, advice_if_oom(request, outcome), files);
+    nlohmann::json config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost);
+    if (o->iterations > 1) {
+      config["iterations"] = o->iterations;
+      config["optimizer_step"] = o->optimizer_step;
+    }
+    const reports::ReportInput result = simulate_result(std::move(config), outcome, advice_if_oom(request, outcome), files);
     std::cout << reports::render_summary_text({result});
     if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);
     if (!o->trace_out.empty()) reports::write_report({result}, o->trace_out, "trace");

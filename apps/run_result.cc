@@ -63,7 +63,7 @@ void print_run(std::ostream& os, const reports::ReportInput& result) {
     const reports::Summary& m = run.summary;
     os << std::left << std::setw(11) << run.source << std::right << std::setprecision(3) << std::setw(14)
        << static_cast<double>(m.makespan_ns) / 1e6 << std::setprecision(2) << std::setw(10) << 100 * m.bubble_ratio
-       << std::setprecision(4) << std::setw(12) << m.tflops_per_gpu << std::setprecision(0) << std::setw(14)
+       << std::setprecision(4) << std::setw(12) << m.tflops_per_gpu.value_or(0) << std::setprecision(0) << std::setw(14)
        << m.tokens_per_s_per_gpu << "\n";
   }
   os << std::setprecision(2) << "makespan error " << 100 * f.makespan_error << "%, bubble predicted "

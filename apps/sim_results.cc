@@ -1,6 +1,8 @@
 // Simulation outcomes as result files.
 #include "sim_results.h"
 
+#include <cmath>
+
 #include "pipelab/reports/timeline_result.h"
 
 namespace pipelab::app {
@@ -12,7 +14,12 @@ reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o, bool
                                .peak_activation_bytes = o.result.peak_activation_bytes,
                                .memory_capacity_bytes = o.memory_capacity_bytes,
                                .model_flops = o.model_flops,
-                               .tokens_per_iteration = o.tokens_per_iteration};
+                               .tokens_per_iteration = o.tokens_per_iteration,
+                               .hardware_figures = o.hardware_figures,
+                               .exposed_tp_comm_ns = std::llround(o.in_action_comm.tp_ns),
+                               .exposed_ep_comm_ns = std::llround(o.in_action_comm.ep_ns),
+                               .exposed_cp_comm_ns = std::llround(o.in_action_comm.cp_ns),
+                               .exposed_fsdp_comm_ns = std::llround(o.in_action_comm.fsdp_ns)};
   for (const sim::StaticMemory& m : o.static_memory) {
     facts.static_memory_bytes.push_back(m.total());
     facts.static_parts.push_back({m.params_bytes, m.grads_bytes, m.optimizer_bytes, m.comm_buffers_bytes});

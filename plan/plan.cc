@@ -429,6 +429,9 @@ class Search {
     p.makespan_ns = o.metrics.makespan_ns;
     p.bubble_ratio = o.metrics.bubble_ratio;
     p.exposed_comm_ns = o.metrics.exposed_comm_ns;
+    p.idle = o.metrics;
+    p.idle.ranks.clear();
+    p.in_action_comm = o.in_action_comm;
     p.throughput = o.throughput;
     p.model_flops = o.model_flops;
     p.tokens_per_iteration = o.tokens_per_iteration;

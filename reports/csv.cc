@@ -1,6 +1,8 @@
 // CSV renderers: a summary row per (input, schedule, timeline) with every summary metric as the
 // result wrote it (no unit conversion), and one row per timeline event.
+#include <optional>
 #include <sstream>
+#include <string>
 
 #include "csv.h"
 
@@ -26,11 +28,20 @@ std::string csv_field(std::string_view s) {
 
 using namespace detail;
 
+namespace {
+
+// A figure the result states as null (not applicable) is an empty cell.
+std::string optional_number(const std::optional<double>& v) { return v ? json_number(*v) : std::string(); }
+
+}  // namespace
+
 std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
   std::ostringstream os;
   os << "input,kind,schedule,source,status,error,model,gpu,tp,pp,vp,cp,ep,dp,gpus,mbs,gbs,microbatches,seq_length,"
         "makespan_ns,bubble_ratio,tflops_per_gpu,mfu,tokens_per_s_per_gpu,max_peak_memory_bytes,peak_memory_bytes,"
-        "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration\n";
+        "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration,pipeline_bubble_ratio,stage_imbalance,"
+        "exposed_pp_comm_ns,exposed_dp_comm_ns,other_idle_ns,exposed_tp_comm_ns,exposed_ep_comm_ns,exposed_cp_comm_ns,"
+        "exposed_fsdp_comm_ns\n";
   for (const ReportInput& in : inputs) {
     const auto& c = in.config;
     std::ostringstream cfg;
@@ -43,7 +54,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
     for (const ScheduleResult& s : in.schedules) {
       if (s.failed()) {
         os << lead << csv_field(s.schedule) << ",,error," << csv_field(s.error) << "," << config_fields
-           << ",,,,,,,,,,,,\n";
+           << ",,,,,,,,,,,,,,,,,,,,,\n";
         continue;
       }
       for (const TimelineResult& run : s.runs) {
@@ -53,10 +64,13 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
           peaks += (r ? ";" : "") + std::to_string(m.peak_memory_bytes[r]);
         }
         os << lead << csv_field(s.schedule) << "," << run.source << ",ok,," << config_fields << "," << m.makespan_ns
-           << "," << json_number(m.bubble_ratio) << "," << json_number(m.tflops_per_gpu) << "," << json_number(m.mfu)
+           << "," << json_number(m.bubble_ratio) << "," << optional_number(m.tflops_per_gpu) << "," << optional_number(m.mfu)
            << "," << json_number(m.tokens_per_s_per_gpu) << "," << m.max_peak_memory_bytes() << "," << peaks << ","
            << m.exposed_comm_ns << "," << m.memory_capacity_bytes << "," << (m.oom ? "true" : "false") << ","
-           << json_number(m.model_flops) << "," << m.tokens_per_iteration << "\n";
+           << json_number(m.model_flops) << "," << m.tokens_per_iteration << "," << json_number(m.pipeline_bubble_ratio) << ","
+           << json_number(m.stage_imbalance) << "," << m.exposed_pp_comm_ns << "," << m.exposed_dp_comm_ns << "," << m.other_idle_ns
+           << "," << m.exposed_tp_comm_ns << "," << m.exposed_ep_comm_ns << "," << m.exposed_cp_comm_ns << ","
+           << m.exposed_fsdp_comm_ns << "\n";
       }
     }
   }

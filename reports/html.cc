@@ -87,7 +87,7 @@ void comparison_section(std::ostringstream& os, const ComparisonTable& t) {
   for (const MetricColumn& c : metric_columns()) os << "<th class=\"num\">" << html_escape(c.unit) << "</th>";
   os << "</tr></thead><tbody>";
   if (t.rows.empty()) os << "<tr><td colspan=\"" << ncols << "\">No timelines to compare.</td></tr>";
-  static const char* const kMetricKeys[kNumMetrics] = {"iteration-time", "bubble", "tflops", "mfu",
+  static const char* const kMetricKeys[kNumMetrics] = {"iteration-time", "bubble", "pipeline-bubble", "tflops", "mfu",
                                                        "tokens", "peak-memory", "exposed-comm"};
   for (const TableRow& r : t.rows) {
     os << "<tr class=\"result" << (r.oom ? " oom" : "") << "\" data-input=\"" << attr(r.input->name)
@@ -212,7 +212,7 @@ void schedule_section(std::ostringstream& os, const ComparisonTable& t, const Re
     for (const TableRow& r : t.rows) {
       if (r.run != &run) continue;
       os << "<p class=\"stats\">" << (s.runs.size() > 1 ? "<b>" + html_escape(run.source) + "</b>: " : "")
-         << "iteration " << r.text[kIterationTime] << " ms &middot; bubble " << r.text[kBubble] << "% &middot; "
+         << "iteration " << r.text[kIterationTime] << " ms &middot; bubble " << r.text[kBubble] << "% (pipeline " << r.text[kPipelineBubble] << "%) &middot; "
          << r.text[kTflops] << " TFLOP/s/GPU &middot; MFU " << r.text[kMfu] << "% &middot; " << r.text[kTokens]
          << " tokens/s/GPU &middot; peak memory " << r.text[kPeakMemory] << " GiB"
          << (r.oom ? " <span class=\"oom-badge\">OOM</span>" : "") << " &middot; exposed comm "

@@ -47,8 +47,8 @@ std::vector<std::string> row_cells(std::size_t rank, const PlanEntry& e) {
           l.embedding_loss_aware ? "aware" : "balanced",
           fixed(static_cast<double>(s.makespan_ns) / 1e6, 1),
           fixed(s.bubble_ratio * 100, 1),
-          fixed(s.tflops_per_gpu, 1),
-          fixed(s.mfu * 100, 1),
+          s.tflops_per_gpu ? fixed(*s.tflops_per_gpu, 1) : "-",
+          s.mfu ? fixed(*s.mfu * 100, 1) : "-",
           fixed(s.tokens_per_s_per_gpu, 0),
           fixed(static_cast<double>(s.max_peak_memory_bytes()) / kGiB, 1),
           fixed(static_cast<double>(s.exposed_comm_ns) / 1e6, 2)};

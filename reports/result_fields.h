@@ -21,12 +21,14 @@ Summary read_summary(const JsonReader& r);
 template <class T>
 struct Field {
   const char* key;
-  std::variant<int T::*, std::int64_t T::*, double T::*, bool T::*, std::vector<std::int64_t> T::*> member;
+  // std::optional<double>: a number, or null where the figure does not apply (always written).
+  std::variant<int T::*, std::int64_t T::*, double T::*, bool T::*, std::vector<std::int64_t> T::*, std::optional<double> T::*> member;
   bool required = true;
 };
 
 // In the order the loader checks them (the first problem is the one reported).
-inline constexpr std::array<Field<Summary>, 11> kSummaryFields{{
+// The idle split and in-action communication came later: older files lack them (read as 0).
+inline constexpr std::array<Field<Summary>, 20> kSummaryFields{{
     {"makespan_ns", &Summary::makespan_ns},
     {"bubble_ratio", &Summary::bubble_ratio},
     {"tflops_per_gpu", &Summary::tflops_per_gpu},
@@ -38,6 +40,15 @@ inline constexpr std::array<Field<Summary>, 11> kSummaryFields{{
     {"oom", &Summary::oom},
     {"model_flops", &Summary::model_flops},
     {"tokens_per_iteration", &Summary::tokens_per_iteration},
+    {"pipeline_bubble_ratio", &Summary::pipeline_bubble_ratio, false},
+    {"stage_imbalance", &Summary::stage_imbalance, false},
+    {"exposed_pp_comm_ns", &Summary::exposed_pp_comm_ns, false},
+    {"exposed_dp_comm_ns", &Summary::exposed_dp_comm_ns, false},
+    {"other_idle_ns", &Summary::other_idle_ns, false},
+    {"exposed_tp_comm_ns", &Summary::exposed_tp_comm_ns, false},
+    {"exposed_ep_comm_ns", &Summary::exposed_ep_comm_ns, false},
+    {"exposed_cp_comm_ns", &Summary::exposed_cp_comm_ns, false},
+    {"exposed_fsdp_comm_ns", &Summary::exposed_fsdp_comm_ns, false},
 }};
 
 // The memory columns may be absent (a backend that does not track memory), and so may `flops`.
@@ -51,6 +62,15 @@ inline constexpr std::array<Field<RankRow>, 9> kRankFields{{
     {"static_memory_bytes", &RankRow::static_memory_bytes, false},
     {"peak_activation_bytes", &RankRow::peak_activation_bytes, false},
     {"peak_memory_bytes", &RankRow::peak_memory_bytes, false},
+}};
+
+// Written into the rank's object beside kRankFields: its idle time by cause (absent in older files).
+inline constexpr std::array<Field<IdleParts>, 5> kIdleFields{{
+    {"pipeline_bubble_ns", &IdleParts::pipeline_bubble_ns, false},
+    {"imbalance_ns", &IdleParts::imbalance_ns, false},
+    {"exposed_pp_comm_ns", &IdleParts::exposed_pp_comm_ns, false},
+    {"exposed_dp_comm_ns", &IdleParts::exposed_dp_comm_ns, false},
+    {"other_idle_ns", &IdleParts::other_ns, false},
 }};
 
 // Written into the rank's object beside kRankFields, for simulated timelines.

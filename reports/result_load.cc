@@ -44,7 +44,11 @@ void read_fields(const JsonReader& r, const std::array<detail::Field<T>, N>& fie
     std::visit(
         [&](auto member) {
           using Value = std::remove_reference_t<decltype(out.*member)>;
-          if constexpr (std::is_same_v<Value, bool>) {
+          if constexpr (std::is_same_v<Value, std::optional<double>>) {
+            const json& v = r.get(f.key);
+            if (!v.is_number() && !v.is_null()) r.fail_type(f.key, "a number (or null)");
+            out.*member = v.is_null() ? std::nullopt : std::optional<double>(checked_real(r, f.key, v.get<double>()));
+          } else if constexpr (std::is_same_v<Value, bool>) {
             out.*member = r.get_bool(f.key);
           } else if constexpr (std::is_same_v<Value, double>) {
             out.*member = checked_real(r, f.key, r.get_double(f.key));
@@ -69,6 +73,7 @@ void read_fields(const JsonReader& r, const std::array<detail::Field<T>, N>& fie
 RankRow read_rank(const JsonReader& r) {
   RankRow row;
   read_fields(r, detail::kRankFields, row);
+  read_fields(r, detail::kIdleFields, row.idle);
   if (r.has(detail::kStaticPartsFields[0].key)) read_fields(r, detail::kStaticPartsFields, row.static_parts.emplace());
   return row;
 }

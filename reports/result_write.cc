@@ -2,6 +2,8 @@
 // Every number keeps its type (integers as integers, fractions as doubles) so a file written from
 // loaded structs is the file that was loaded.
 #include <cmath>
+#include <optional>
+#include <type_traits>
 #include <variant>
 
 #include "pipelab/base/error.h"
@@ -18,13 +20,23 @@ using nlohmann::json;
 template <class T, std::size_t N>
 void write_fields(const T& obj, const std::array<detail::Field<T>, N>& fields, json& j) {
   for (const detail::Field<T>& f : fields) {
-    std::visit([&](auto member) { j[f.key] = obj.*member; }, f.member);
+    std::visit(
+        [&](auto member) {
+          const auto& value = obj.*member;
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, std::optional<double>>) {
+            j[f.key] = value ? json(*value) : json(nullptr);
+          } else {
+            j[f.key] = value;
+          }
+        },
+        f.member);
   }
 }
 
 json rank_json(const RankRow& r) {
   json j = json::object();
   write_fields(r, detail::kRankFields, j);
+  write_fields(r.idle, detail::kIdleFields, j);
   if (r.static_parts) write_fields(*r.static_parts, detail::kStaticPartsFields, j);
   return j;
 }

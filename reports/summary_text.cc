@@ -49,20 +49,37 @@ std::string capacity_line(const ReportInput& in, std::int64_t usable) {
   return "usable " + gib(usable) + " GiB = " + gib(hbm) + " HBM - " + gib(reserved) + " reserved for CUDA context, NCCL, allocator";
 }
 
+// "bubble 12.30% = pipeline 8.10% + imbalance 2.20% + PP comm 0.00% + DP comm 2.00%; in compute:
+// TP 1.234 ms, EP 0.500 ms" (other idle, EP, CP and FSDP only when not zero).
+std::string idle_breakdown(const Summary& m) {
+  const double span = static_cast<double>(m.makespan_ns);
+  auto pct = [](double ratio) { return fixed(ratio * 100, 2) + "%"; };
+  auto share = [&](std::int64_t ns) { return span > 0 ? pct(static_cast<double>(ns) / span) : pct(0); };
+  std::string out = "bubble " + pct(m.bubble_ratio) + " = pipeline " + pct(m.pipeline_bubble_ratio) + " + imbalance " +
+                    pct(m.stage_imbalance) + " + PP comm " + share(m.exposed_pp_comm_ns) + " + DP comm " + share(m.exposed_dp_comm_ns);
+  if (m.other_idle_ns > 0) out += " + other " + share(m.other_idle_ns);
+  auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3) + " ms"; };
+  out += "; in compute: TP " + ms(m.exposed_tp_comm_ns);
+  if (m.exposed_ep_comm_ns > 0) out += ", EP " + ms(m.exposed_ep_comm_ns);
+  if (m.exposed_cp_comm_ns > 0) out += ", CP " + ms(m.exposed_cp_comm_ns);
+  if (m.exposed_fsdp_comm_ns > 0) out += ", FSDP " + ms(m.exposed_fsdp_comm_ns);
+  return out;
+}
+
 }  // namespace
 
 std::string render_summary_text(const std::vector<ReportInput>& given) {
   const ComparisonTable t = build_comparison(given);
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "# %-18s %3s %10s %7s %10s %6s %12s %9s %10s  %s\n", "schedule", "vp", "iteration", "bubble",
-                "TFLOPS/GPU", "MFU", "tokens/s/GPU", "peak_mem", "exp_comm", "status");
+  std::snprintf(line, sizeof line, "# %-18s %3s %10s %7s %8s %10s %6s %12s %9s %10s  %s\n", "schedule", "vp", "iteration", "bubble",
+                "pipeline", "TFLOPS/GPU", "MFU", "tokens/s/GPU", "peak_mem", "exp_comm", "status");
   out += line;
-  std::snprintf(line, sizeof line, "# %-18s %3s %10s %7s %10s %6s %12s %9s %10s\n", "", "", "(ms)", "(%)", "", "(%)", "", "(GiB)",
-                "(ms)");
+  std::snprintf(line, sizeof line, "# %-18s %3s %10s %7s %8s %10s %6s %12s %9s %10s\n", "", "", "(ms)", "(%)", "(%)", "", "(%)", "",
+                "(GiB)", "(ms)");
   out += line;
   // Rows in schedule order, a failed schedule where it was asked for.
-  std::string layouts, memory, advice, capacity;
+  std::string layouts, idle, memory, advice, capacity;
   for (const ReportInput& in : *t.inputs) {
     const int config_vp = in.config.contains("parallel") ? in.config["parallel"].value("vp", 0) : 0;
     for (const ScheduleResult& s : in.schedules) {
@@ -71,12 +88,14 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
         if (r.schedule != &s) continue;
         const auto& v = r.value;
         const int vp = s.vp > 0 ? s.vp : config_vp;
-        std::snprintf(line, sizeof line, "  %-18s %3s %10.2f %7.2f %10.1f %6.1f %12.1f %9.1f %10.3f  %s\n", r.label.c_str(),
-                      vp > 0 ? std::to_string(vp).c_str() : "-", v[kIterationTime], v[kBubble], v[kTflops], v[kMfu],
+        std::snprintf(line, sizeof line, "  %-18s %3s %10.2f %7.2f %8.2f %10s %6s %12.1f %9.1f %10.3f  %s\n", r.label.c_str(),
+                      vp > 0 ? std::to_string(vp).c_str() : "-", v[kIterationTime], v[kBubble], v[kPipelineBubble],
+                      r.missing[kTflops] ? "-" : fixed(v[kTflops], 1).c_str(), r.missing[kMfu] ? "-" : fixed(v[kMfu], 1).c_str(),
                       v[kTokens], v[kPeakMemory], v[kExposedComm], r.oom ? "OOM" : "OK");
         out += line;
         std::snprintf(line, sizeof line, "#   %-18s ", r.label.c_str());
         if (!s.pipeline_layout.empty()) layouts += line + s.pipeline_layout + "\n";
+        idle += line + idle_breakdown(r.run->summary) + "\n";
         if (const RankRow* fullest = fullest_rank(*r.run)) memory += line + memory_breakdown(*fullest) + "\n";
         if (!s.memory_advice.empty()) advice += "# " + r.label + " does not fit; " + s.memory_advice + "\n";
         if (capacity.empty() && r.run->summary.memory_capacity_bytes > 0) {
@@ -86,6 +105,7 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
     }
   }
   if (!layouts.empty()) out += "# layout (Megatron --pipeline-model-parallel-layout, model order):\n" + layouts;
+  if (!idle.empty()) out += "# idle time by cause, share of ranks x iteration (docs/metrics.md); communication inside compute, per rank:\n" + idle;
   if (!memory.empty()) out += "# memory of the fullest rank (" + (capacity.empty() ? std::string("GiB") : capacity) + "):\n" + memory;
   out += advice;
   // The best tokens/s/GPU of the table (docs/metrics.md: among at least two rows that fit).

@@ -26,6 +26,7 @@ const std::array<MetricColumn, kNumMetrics>& metric_columns() {
   static const std::array<MetricColumn, kNumMetrics> columns{{
       {"iteration time", "(ms)", false},
       {"bubble", "(%)", false},
+      {"pipeline bubble", "(%)", false},
       {"TFLOPS/GPU", "(TFLOP/s)", true},
       {"MFU", "(%)", true},
       {"tokens/s/GPU", "(tokens/s)", true},
@@ -60,8 +61,11 @@ TableRow make_row(const ReportInput& in, const ScheduleResult& s, const Timeline
   const Summary& m = run.summary;
   row.value[kIterationTime] = static_cast<double>(m.makespan_ns) / 1e6;
   row.value[kBubble] = m.bubble_ratio * 100;
-  row.value[kTflops] = m.tflops_per_gpu;
-  row.value[kMfu] = m.mfu * 100;
+  row.value[kPipelineBubble] = m.pipeline_bubble_ratio * 100;
+  row.value[kTflops] = m.tflops_per_gpu.value_or(0);
+  row.missing[kTflops] = !m.tflops_per_gpu;
+  row.value[kMfu] = m.mfu.value_or(0) * 100;
+  row.missing[kMfu] = !m.mfu;
   row.value[kTokens] = m.tokens_per_s_per_gpu;
   row.value[kPeakMemory] = static_cast<double>(m.max_peak_memory_bytes()) / kGiB;
   row.value[kExposedComm] = static_cast<double>(m.exposed_comm_ns) / 1e6;
@@ -74,11 +78,11 @@ void format_cells(std::vector<TableRow>& rows) {
   for (int c = 0; c < kNumMetrics; ++c) {
     double max_abs = 0;
     for (const TableRow& r : rows) max_abs = std::max(max_abs, std::abs(r.value[c]));
-    const int decimals = (c == kBubble || c == kPeakMemory) ? 2
+    const int decimals = (c == kBubble || c == kPipelineBubble || c == kPeakMemory) ? 2
                          : c == kIterationTime               ? decimals_for(max_abs, 5)
                          : c == kExposedComm                 ? decimals_for(max_abs, 3)
                                                              : decimals_for(max_abs);
-    for (TableRow& r : rows) r.text[c] = fixed(r.value[c], decimals);
+    for (TableRow& r : rows) r.text[c] = r.missing[c] ? "-" : fixed(r.value[c], decimals);
   }
 }
 
@@ -92,11 +96,16 @@ void mark_best(std::vector<TableRow>& rows) {
     if (eligible.size() < 2) continue;
     for (int c = 0; c < kNumMetrics; ++c) {
       const bool higher = metric_columns()[static_cast<std::size_t>(c)].higher_is_better;
-      // Compare the printed values, so that equal-looking cells are all marked.
-      auto key = [&](const TableRow* r) { return std::stod(r->text[c] == "-" ? "0" : r->text[c]); };
-      double best = key(eligible.front());
-      for (const TableRow* r : eligible) best = higher ? std::max(best, key(r)) : std::min(best, key(r));
-      for (TableRow* r : eligible) r->best[c] = key(r) == best;
+      // Compare the printed values, so that equal-looking cells are all marked; a missing one never is.
+      std::vector<TableRow*> stated;
+      for (TableRow* r : eligible) {
+        if (!r->missing[c]) stated.push_back(r);
+      }
+      if (stated.size() < 2) continue;
+      auto key = [&](const TableRow* r) { return std::stod(r->text[c]); };
+      double best = key(stated.front());
+      for (const TableRow* r : stated) best = higher ? std::max(best, key(r)) : std::min(best, key(r));
+      for (TableRow* r : stated) r->best[c] = key(r) == best;
     }
   }
 }

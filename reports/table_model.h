@@ -27,7 +27,7 @@ void for_each_timeline(const std::vector<ReportInput>& inputs, Fn&& fn) {
 
 // --- the comparison table --------------------------------------------------------------------
 
-enum Metric { kIterationTime, kBubble, kTflops, kMfu, kTokens, kPeakMemory, kExposedComm, kNumMetrics };
+enum Metric { kIterationTime, kBubble, kPipelineBubble, kTflops, kMfu, kTokens, kPeakMemory, kExposedComm, kNumMetrics };
 
 struct MetricColumn {
   const char* header;      // "iteration time"
@@ -41,8 +41,9 @@ struct TableRow {
   const ScheduleResult* schedule = nullptr;
   const TimelineResult* run = nullptr;
   std::string label;                              // "zb-v", or "1f1b (measured)" for runs
-  std::array<double, kNumMetrics> value{};        // unit-converted (ms, %, TFLOPS, %, tokens/s, GiB, ms)
-  std::array<std::string, kNumMetrics> text{};    // formatted with the column's decimals
+  std::array<double, kNumMetrics> value{};        // unit-converted (ms, %, %, TFLOPS, %, tokens/s, GiB, ms)
+  std::array<bool, kNumMetrics> missing{};        // the result states no value (null): text "-", never best
+  std::array<std::string, kNumMetrics> text{};    // formatted with the column's decimals; "-" when missing
   std::array<bool, kNumMetrics> best{};
   bool oom = false;
 };

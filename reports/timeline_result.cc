@@ -16,10 +16,24 @@ TimelineResult make_timeline_result(TimelineFacts facts, const TimelineMetrics& 
   Summary& s = out.summary;
   s.makespan_ns = metrics.makespan_ns;
   s.bubble_ratio = metrics.bubble_ratio;
-  s.tflops_per_gpu = throughput.tflops_per_gpu;
-  s.mfu = throughput.mfu;
+  if (facts.hardware_figures) {
+    s.tflops_per_gpu = throughput.tflops_per_gpu;
+    s.mfu = throughput.mfu;
+  } else {
+    s.tflops_per_gpu = std::nullopt;
+    s.mfu = std::nullopt;
+  }
   s.tokens_per_s_per_gpu = throughput.tokens_per_s_per_gpu;
   s.exposed_comm_ns = metrics.exposed_comm_ns;
+  s.pipeline_bubble_ratio = metrics.pipeline_bubble_ratio;
+  s.stage_imbalance = metrics.stage_imbalance;
+  s.exposed_pp_comm_ns = metrics.exposed_pp_comm_ns;
+  s.exposed_dp_comm_ns = metrics.exposed_dp_comm_ns;
+  s.other_idle_ns = metrics.other_idle_ns;
+  s.exposed_tp_comm_ns = facts.exposed_tp_comm_ns;
+  s.exposed_ep_comm_ns = facts.exposed_ep_comm_ns;
+  s.exposed_cp_comm_ns = facts.exposed_cp_comm_ns;
+  s.exposed_fsdp_comm_ns = facts.exposed_fsdp_comm_ns;
   s.memory_capacity_bytes = facts.memory_capacity_bytes;
   s.model_flops = facts.model_flops;
   s.tokens_per_iteration = facts.tokens_per_iteration;
@@ -30,6 +44,7 @@ TimelineResult make_timeline_result(TimelineFacts facts, const TimelineMetrics& 
                 .idle_ns = m.idle_ns,
                 .comm_ns = m.comm_ns,
                 .exposed_comm_ns = m.exposed_comm_ns,
+                .idle = m.idle,
                 .flops = m.flops,
                 .static_memory_bytes = at_rank(facts.static_memory_bytes, r),
                 .peak_activation_bytes = at_rank(facts.peak_activation_bytes, r)};

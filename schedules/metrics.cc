@@ -7,56 +7,22 @@
 #include <tuple>
 #include <utility>
 
+#include "intervals.h"
+
 namespace pipelab {
-namespace {
 
-using Interval = std::pair<std::int64_t, std::int64_t>;
-
-// Sorts and merges overlapping intervals in place.
-void merge(std::vector<Interval>& v) {
-  std::sort(v.begin(), v.end());
-  std::size_t out = 0;
-  for (const Interval& iv : v) {
-    if (iv.second <= iv.first) continue;
-    if (out > 0 && iv.first <= v[out - 1].second) {
-      v[out - 1].second = std::max(v[out - 1].second, iv.second);
-    } else {
-      v[out++] = iv;
-    }
-  }
-  v.resize(out);
-}
-
-std::int64_t total(const std::vector<Interval>& merged) {
-  std::int64_t sum = 0;
-  for (const Interval& iv : merged) sum += iv.second - iv.first;
-  return sum;
-}
-
-// Length of `a` not covered by `b`; both merged.
-std::int64_t uncovered(const std::vector<Interval>& a, const std::vector<Interval>& b) {
-  std::int64_t sum = 0;
-  std::size_t j = 0;
-  for (const Interval& iv : a) {
-    std::int64_t cursor = iv.first;
-    while (j < b.size() && b[j].second <= cursor) ++j;
-    for (std::size_t k = j; k < b.size() && b[k].first < iv.second; ++k) {
-      if (b[k].first > cursor) sum += b[k].first - cursor;
-      cursor = std::max(cursor, b[k].second);
-      if (cursor >= iv.second) break;
-    }
-    if (cursor < iv.second) sum += iv.second - cursor;
-  }
-  return sum;
-}
-
-}  // namespace
+using detail::Interval;
+using detail::merge;
+using detail::total;
+using detail::uncovered;
 
 TimelineMetrics compute_metrics(const Timeline& t) {
   TimelineMetrics m;
   m.makespan_ns = t.makespan_ns();
   m.ranks.resize(t.ranks.size());
   std::int64_t idle_sum = 0, exposed_sum = 0;
+  IdleParts parts_sum;
+  const std::vector<IdleParts> parts = split_idle(t);
   for (std::size_t r = 0; r < t.ranks.size(); ++r) {
     std::vector<Interval> compute, comm;
     RankMetrics& rm = m.ranks[r];
@@ -74,12 +40,25 @@ TimelineMetrics compute_metrics(const Timeline& t) {
     rm.idle_ns = m.makespan_ns - rm.busy_ns;
     rm.comm_ns = total(comm);
     rm.exposed_comm_ns = uncovered(comm, compute);
+    rm.idle = parts[r];
     idle_sum += rm.idle_ns;
     exposed_sum += rm.exposed_comm_ns;
+    parts_sum.pipeline_bubble_ns += rm.idle.pipeline_bubble_ns;
+    parts_sum.imbalance_ns += rm.idle.imbalance_ns;
+    parts_sum.exposed_pp_comm_ns += rm.idle.exposed_pp_comm_ns;
+    parts_sum.exposed_dp_comm_ns += rm.idle.exposed_dp_comm_ns;
+    parts_sum.other_ns += rm.idle.other_ns;
   }
   if (!t.ranks.empty() && m.makespan_ns > 0) {
-    m.bubble_ratio = static_cast<double>(idle_sum) / (static_cast<double>(t.ranks.size()) * static_cast<double>(m.makespan_ns));
-    m.exposed_comm_ns = exposed_sum / static_cast<std::int64_t>(t.ranks.size());
+    const double rank_time = static_cast<double>(t.ranks.size()) * static_cast<double>(m.makespan_ns);
+    const auto ranks = static_cast<std::int64_t>(t.ranks.size());
+    m.bubble_ratio = static_cast<double>(idle_sum) / rank_time;
+    m.pipeline_bubble_ratio = static_cast<double>(parts_sum.pipeline_bubble_ns) / rank_time;
+    m.stage_imbalance = static_cast<double>(parts_sum.imbalance_ns) / rank_time;
+    m.exposed_comm_ns = exposed_sum / ranks;
+    m.exposed_pp_comm_ns = parts_sum.exposed_pp_comm_ns / ranks;
+    m.exposed_dp_comm_ns = parts_sum.exposed_dp_comm_ns / ranks;
+    m.other_idle_ns = parts_sum.other_ns / ranks;
   }
   return m;
 }

@@ -389,6 +389,37 @@ double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {
          phase(f.f_expert_ns, b_half) + phase(b_attention, f_half);
 }
 
+namespace {
+
+InActionComm pass_comm(const PassCost& p) { return {p.tp_comm_ns, p.ep_comm_ns, p.cp_comm_ns, p.dp_comm_ns}; }
+
+}  // namespace
+
+InActionComm AnalyticCost::in_action_comm(int, const Action& a) const {
+  const StageCost& c = stages_[static_cast<std::size_t>(a.stage)];
+  InActionComm out;
+  switch (a.op) {
+    case Op::F: return pass_comm(c.f);
+    case Op::I: return pass_comm(c.i);
+    case Op::W: return pass_comm(c.w);
+    case Op::B:
+      out = pass_comm(c.i);
+      out += pass_comm(c.w);
+      return out;
+    case Op::OverlapFB: {
+      const StageCost& b = stages_[static_cast<std::size_t>(a.b_stage)];
+      out = pass_comm(c.f);
+      out += pass_comm(b.i);
+      out += pass_comm(b.w);
+      // Derived from overlap_ns so the parts and the unit's duration cannot disagree.
+      const double compute = totals_[static_cast<std::size_t>(a.stage)].f_compute_ns + totals_[static_cast<std::size_t>(a.b_stage)].b_compute_ns;
+      out.ep_ns = std::max(0.0, overlap_ns(a.stage, a.b_stage) - compute - out.tp_ns - out.cp_ns - out.fsdp_ns);
+      return out;
+    }
+    default: return out;
+  }
+}
+
 double AnalyticCost::flops(const Action& a) const {
   const StageTotals& t = totals_[static_cast<std::size_t>(a.stage)];
   switch (a.op) {

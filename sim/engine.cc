@@ -66,6 +66,22 @@ class Engine {
     for (std::size_t r = 0; r < s.ranks.size(); ++r) result_.timeline.ranks[r].reserve(s.ranks[r].size() + 8);
     result_.memory.resize(s.ranks.size());
     result_.peak_activation_bytes.assign(s.ranks.size(), 0);
+    if (!options.iteration_starts.empty()) {
+      if (options.iteration_starts.size() != s.ranks.size()) {
+        throw InputError("simulate: iteration starts given for " + std::to_string(options.iteration_starts.size()) + " ranks, schedule has " +
+                         std::to_string(s.ranks.size()));
+      }
+      barriers_ = options.iteration_starts.front().size();
+      for (const auto& starts : options.iteration_starts) {
+        if (starts.size() != barriers_) throw InputError("simulate: every rank needs the same number of iteration starts");
+      }
+      arrived_.assign(barriers_, 0);
+      open_at_.assign(barriers_, kNotYet);
+      reductions_done_.assign(barriers_, 0);
+    }
+    if (options_.optimizer_step_ns < 0 || options_.optimizer_step_ns > limits::kMaxDurationNs) {
+      throw InputError("simulate: the optimizer step time " + std::to_string(options_.optimizer_step_ns) + " ns is out of range");
+    }
     if (!options.activations.empty() && static_cast<int>(options.activations.size()) != s.shape.stages) {
       throw InputError("simulate: activation table has " + std::to_string(options.activations.size()) +
                        " stages, schedule has " + std::to_string(s.shape.stages));
@@ -96,6 +112,10 @@ class Engine {
     std::int64_t link_free = 0; // outgoing link busy until
     std::int64_t dp_link_free = 0;  // data-parallel collectives busy until
     bool busy = false;
+    std::size_t next_iteration = 0;     // index into options.iteration_starts[rank]
+    bool at_barrier = false;            // counted in arrived_ for next_iteration
+    std::int64_t wake_at = kNotYet;     // a RankReady is scheduled for this time
+    std::int64_t step_done = kNotYet;   // overlap: when this rank's own optimizer step ends
     std::int32_t next_waiting = -1;  // intrusive list of ranks parked on one signal
     std::int64_t held_bytes = 0;
   };
@@ -112,6 +132,10 @@ class Engine {
     if (st.busy) return;
     const auto& actions = list(r);
     while (st.pos < actions.size()) {
+      if (st.next_iteration < barriers_ &&
+          st.pos == options_.iteration_starts[static_cast<std::size_t>(r)][st.next_iteration] && !pass_optimizer_step(r)) {
+        return;
+      }
       if (!actions[st.pos]) {  // idle slots carry no meaning for timing
         ++st.pos;
         continue;
@@ -179,6 +203,46 @@ class Engine {
     } else {
       push(end, EventKind::SignalArrives, r, sig);
     }
+  }
+
+  // The optimizer step before iteration st.next_iteration + 1: true once rank r may go on now.
+  bool pass_optimizer_step(int r) {
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    const std::size_t k = st.next_iteration;
+    std::int64_t ready = kNotYet;
+    if (options_.optimizer_step == OptimizerStep::Overlap) {
+      // Its own gradients reduced, its own step: other ranks do not hold it back.
+      if (!st.at_barrier) {
+        st.at_barrier = true;
+        st.step_done = std::max(now_, st.dp_link_free) + options_.optimizer_step_ns;
+      }
+      ready = st.step_done;
+    } else {
+      if (!st.at_barrier) {
+        st.at_barrier = true;
+        reductions_done_[k] = std::max(reductions_done_[k], st.dp_link_free);
+        if (++arrived_[k] == ranks_.size()) {
+          open_at_[k] = std::max(now_, reductions_done_[k]) + options_.optimizer_step_ns;
+          for (std::size_t q = 0; q < ranks_.size(); ++q) wake(static_cast<int>(q), open_at_[k]);
+        }
+      }
+      ready = open_at_[k];
+      if (ready == kNotYet) return false;  // the last rank to arrive wakes everyone
+    }
+    if (now_ < ready) {
+      wake(r, ready);
+      return false;
+    }
+    st.at_barrier = false;
+    ++st.next_iteration;
+    return true;
+  }
+
+  void wake(int r, std::int64_t at) {
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    if (st.wake_at == at) return;
+    st.wake_at = at;
+    push(at, EventKind::RankReady, r, 0);
   }
 
   void park(int r, std::size_t sig) {
@@ -252,6 +316,10 @@ class Engine {
   std::priority_queue<Event> queue_;
   std::uint64_t seq_ = 0;
   std::int64_t now_ = 0;
+  std::size_t barriers_ = 0;                    // optimizer steps between iterations
+  std::vector<std::size_t> arrived_;            // sync: ranks at each step
+  std::vector<std::int64_t> open_at_;           // sync: when each step is done
+  std::vector<std::int64_t> reductions_done_;   // sync: latest gradient reduction before each step
   SimResult result_;
 };
 

@@ -10,8 +10,25 @@
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
 #include "pipelab/sim/analytic_cost.h"
+#include "pipelab/sim/iterations.h"
 
 namespace pipelab::sim {
+namespace {
+
+// Mean over ranks of each rank's summed in-action communication.
+InActionComm mean_in_action_comm(const Timeline& t, const CostModel& cost) {
+  InActionComm sum;
+  for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    for (const TimelineEvent& e : t.ranks[r]) {
+      if (e.stream == Stream::Compute) sum += cost.in_action_comm(static_cast<int>(r), e.action);
+    }
+  }
+  if (t.ranks.empty()) return sum;
+  const double n = static_cast<double>(t.ranks.size());
+  return {sum.tp_ns / n, sum.ep_ns / n, sum.cp_ns / n, sum.fsdp_ns / n};
+}
+
+}  // namespace
 
 bool merges_forward_backward(std::string_view schedule, const ParallelConfig& config, int vp) {
   // Megatron runs it without a pipeline, or interleaved (it refuses pp > 1 without vp: a merged
@@ -74,19 +91,28 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
     cost = std::make_unique<AnalyticCost>(geometry, req.gpu, shape);
   } else {
     cost = std::make_unique<UniformCost>(req.uniform);
-    out.warnings.push_back("uniform cost model: TFLOPS, MFU and tokens/s divide the model's real FLOPs by the given "
-                           "synthetic times, so they say nothing about the hardware");
+    out.hardware_figures = false;
+    out.warnings.push_back("uniform cost model: times are synthetic, so TFLOPS/GPU and MFU are not reported and "
+                           "tokens/s says nothing about the hardware");
   }
 
   SimOptions options;
   if (memory) options.activations = memory->stage_activations();
-  out.result = simulate(run, *cost, options);
+  if (req.iterations != 1) {
+    const RepeatedSchedule repeated = repeat_iterations(run, req.iterations);
+    options.iteration_starts = repeated.iteration_starts;
+    options.optimizer_step = req.optimizer_step;
+    out.result = simulate(repeated.schedule, *cost, options);
+  } else {
+    out.result = simulate(run, *cost, options);
+  }
   out.metrics = compute_metrics(out.result.timeline);
+  out.in_action_comm = mean_in_action_comm(out.result.timeline, *cost);
 
   const std::int64_t gpus = static_cast<std::int64_t>(config.tp) * config.pp * config.cp * config.dp;
   out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, geometry->vocab_divisor());
   out.tokens_per_iteration = static_cast<std::int64_t>(config.gbs) * config.seq_length;
-  out.throughput = compute_throughput(out.metrics.makespan_ns, out.model_flops, out.tokens_per_iteration, gpus,
+  out.throughput = compute_throughput(out.metrics.makespan_ns / req.iterations, out.model_flops, out.tokens_per_iteration, gpus,
                                       req.gpu.peak_bf16_tflops);  // MFU against the BF16 dense peak, as NVIDIA and Megatron report it
   out.memory_capacity_bytes = req.gpu.usable_memory_bytes();
   for (int r = 0; r < config.pp; ++r) {

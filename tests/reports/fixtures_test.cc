@@ -78,7 +78,7 @@ struct Simulated {
 
 // One schedule simulated at PP=2, as a TimelineResult of `source` (8 GPUs at 989.4 TFLOPS peak).
 Simulated simulate(const std::string& schedule, int microbatches, OpTimes times, bool reduce_grad,
-                   const std::string& source) {
+                   const std::string& source, bool hardware_figures = true) {
   Schedule lowered = add_send_recv(make_schedule(schedule, {.pp = 2, .vp = 0, .microbatches = microbatches, .group_size = 0}));
   if (reduce_grad) lowered = add_reduce_grad(lowered);
   sim::SimOptions options;
@@ -90,7 +90,8 @@ Simulated simulate(const std::string& schedule, int microbatches, OpTimes times,
                       .peak_activation_bytes = out.result.peak_activation_bytes,
                       .memory_capacity_bytes = 16 * kGiB,
                       .model_flops = 4e14,
-                      .tokens_per_iteration = 32768};
+                      .tokens_per_iteration = 32768,
+                      .hardware_figures = hardware_figures};
   // As pipelab writes them: the static-memory parts of simulated timelines, no memory series for a
   // measured one.
   if (source == "simulated") facts.static_parts.assign(2, StaticMemoryParts{2 * kGiB, 4 * kGiB, 4 * kGiB});
@@ -110,7 +111,8 @@ ReportInput simulate_fixture() {
   ReportInput in{.name = "simulate_1f1b_2r_3mb", .kind = "simulate", .config = fixture_config(3)};
   in.config["schedule"] = "1f1b";
   in.schedules.push_back({.schedule = "1f1b"});
-  in.schedules[0].runs.push_back(simulate("1f1b", 3, kPredicted, /*reduce_grad=*/true, "simulated").timeline);
+  // As `simulate --cost uniform` writes it: no hardware figures (TFLOPS/GPU and MFU null).
+  in.schedules[0].runs.push_back(simulate("1f1b", 3, kPredicted, /*reduce_grad=*/true, "simulated", /*hardware_figures=*/false).timeline);
   return in;
 }
 
@@ -182,6 +184,34 @@ INSTANTIATE_TEST_SUITE_P(Kinds, ResultFixture, ::testing::ValuesIn(kFixtures),
                          [](const ::testing::TestParamInfo<Fixture>& info) {
                            return std::string(info.param.file).substr(0, std::string(info.param.file).find('_'));
                          });
+
+// The idle split, the in-action communication and a null MFU survive the round trip, and the
+// null is written as JSON null (the key stays, so the schema does not change shape).
+TEST(ToJson, IdlePartsInActionCommAndNullHardwareFiguresRoundTrip) {
+  ReportInput in = simulate_fixture();
+  Summary& s = in.schedules[0].runs[0].summary;
+  ASSERT_FALSE(s.mfu.has_value());
+  ASSERT_GT(s.exposed_dp_comm_ns, 0);
+  ASSERT_GT(s.exposed_pp_comm_ns, 0);
+  ASSERT_GT(s.pipeline_bubble_ratio, 0);
+  s.exposed_tp_comm_ns = 1'250'000;
+  s.exposed_ep_comm_ns = 2'500'000;
+  s.exposed_cp_comm_ns = 125'000;
+  s.exposed_fsdp_comm_ns = 75'000;
+  s.stage_imbalance = 0.0625;
+  s.other_idle_ns = 12;
+  in.schedules[0].runs[0].ranks[1].idle.imbalance_ns = 34;
+  const json j = to_json(in);
+  EXPECT_TRUE(j["summary"]["mfu"].is_null());
+  EXPECT_TRUE(j["summary"]["tflops_per_gpu"].is_null());
+  EXPECT_EQ(j["summary"]["exposed_ep_comm_ns"], 2'500'000);
+  EXPECT_EQ(j["ranks"][1]["imbalance_ns"], 34);
+  EXPECT_EQ(load_result(j, in.name), in);
+  // A number where null may stand reads back as the number.
+  json numbered = j;
+  numbered["summary"]["mfu"] = 0.25;
+  EXPECT_EQ(load_result(numbered, in.name).schedules[0].runs[0].summary.mfu, 0.25);
+}
 
 // The writer refuses what the loader could not read back.
 TEST(ToJson, RejectsShapesTheSchemaHasNot) {

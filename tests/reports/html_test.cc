@@ -101,7 +101,7 @@ TEST(HtmlReport, HeaderTablesAndCharts) {
     EXPECT_EQ(ancestor(els, i, "tr", "oom"), -1) << "an OOM row is marked best";
     best_metrics.insert(els[static_cast<std::size_t>(i)].attr("data-metric"));
   }
-  EXPECT_EQ(best_metrics.size(), 7u) << "every column has a best value";
+  EXPECT_EQ(best_metrics.size(), 8u) << "every column has a best value";
   EXPECT_EQ(select(els, "span", "oom-badge").size(), 4u);  // table, stats line, both ranks in the per-rank table
   EXPECT_THAT(html, HasSubstr("memory: 2 of 3 fit in 16.00 GiB; over: gpipe: <b>FAILED</b>"));
   // The failed schedule with its error.

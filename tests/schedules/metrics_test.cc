@@ -44,6 +44,64 @@ TEST(Metrics, ExposedCommunicationIsWhatComputeDoesNotCover) {
   EXPECT_EQ(m.ranks[0].exposed_comm_ns, 70);
 }
 
+// Two ranks, one microbatch, P2P of 50 ns each way, a gradient reduction per rank:
+//   rank 0: F [0,100]            ... B [400,500]   REDUCE_GRAD [500,700]
+//   rank 1:    recv [100,150] F [150,250] B [250,350] REDUCE_GRAD [350,450]
+// rank 0 waits 100..350 for rank 1's B (bubble 250), then 350..400 for the transfer (PP 50);
+// rank 1 waits 0..100 for rank 0's F (bubble), 100..150 for the transfer (PP), drains 350..500
+// (bubble); after the last compute (500) both wait for rank 0's reduction (DP 200).
+Timeline two_rank_with_comm(std::int64_t rank1_b_end = 350) {
+  const std::int64_t send_b = rank1_b_end, arrive_b = send_b + 50;
+  Timeline t;
+  t.ranks.resize(2);
+  t.ranks[0] = {{Action::make(Op::F, 0, 0), Stream::Compute, 0, 100, 0, 0},
+                {Action::make(Op::SendF, 0, 0), Stream::Send, 100, 150, 8, 0},
+                {Action::make(Op::RecvB, 0, 0), Stream::Recv, send_b, arrive_b, 8, 0},
+                {Action::make(Op::B, 0, 0), Stream::Compute, arrive_b, arrive_b + 100, 0, 0},
+                {Action::make(Op::ReduceGrad, 0, 0), Stream::Collective, arrive_b + 100, arrive_b + 300, 8, 0}};
+  t.ranks[1] = {{Action::make(Op::RecvF, 1, 0), Stream::Recv, 100, 150, 8, 0},
+                {Action::make(Op::F, 1, 0), Stream::Compute, 150, 250, 0, 0},
+                {Action::make(Op::B, 1, 0), Stream::Compute, 250, rank1_b_end, 0, 0},
+                {Action::make(Op::SendB, 1, 0), Stream::Send, send_b, arrive_b, 8, 0},
+                {Action::make(Op::ReduceGrad, 1, 0), Stream::Collective, rank1_b_end, rank1_b_end + 100, 8, 0}};
+  return t;
+}
+
+TEST(IdleParts, EachGapByItsCause) {
+  const TimelineMetrics m = compute_metrics(two_rank_with_comm());
+  ASSERT_EQ(m.makespan_ns, 700);
+  EXPECT_EQ(m.ranks[0].idle, (IdleParts{.pipeline_bubble_ns = 250, .exposed_pp_comm_ns = 50, .exposed_dp_comm_ns = 200}));
+  EXPECT_EQ(m.ranks[1].idle, (IdleParts{.pipeline_bubble_ns = 100 + 150, .exposed_pp_comm_ns = 50, .exposed_dp_comm_ns = 200}));
+  EXPECT_DOUBLE_EQ(m.pipeline_bubble_ratio, 500.0 / 1400.0);
+  EXPECT_EQ(m.exposed_pp_comm_ns, 50);
+  EXPECT_EQ(m.exposed_dp_comm_ns, 200);
+  EXPECT_EQ(m.stage_imbalance, 0);
+  EXPECT_DOUBLE_EQ(m.bubble_ratio, 1000.0 / 1400.0);
+}
+
+// Rank 1's backward takes 100 ns longer: rank 0 has 100 ns less work, and that much of its waiting
+// is stage imbalance.
+TEST(IdleParts, LessWorkThanTheBusiestRankIsImbalance) {
+  const TimelineMetrics m = compute_metrics(two_rank_with_comm(450));
+  ASSERT_EQ(m.ranks[1].busy_ns - m.ranks[0].busy_ns, 100);
+  EXPECT_EQ(m.ranks[0].idle, (IdleParts{.pipeline_bubble_ns = 250, .imbalance_ns = 100, .exposed_pp_comm_ns = 50, .exposed_dp_comm_ns = 200}));
+  EXPECT_EQ(m.ranks[1].idle.imbalance_ns, 0);
+  EXPECT_EQ(m.ranks[1].idle.total(), m.ranks[1].idle_ns);
+  EXPECT_DOUBLE_EQ(m.stage_imbalance, 100.0 / (2 * m.makespan_ns));
+}
+
+// A gap before an action whose inputs were all on the rank (a measured run's launch delay) is not
+// the pipeline's: the timeline does not explain it.
+TEST(IdleParts, GapWithoutACrossRankInputIsOther) {
+  Timeline t;
+  t.ranks.resize(1);
+  t.ranks[0] = {{Action::make(Op::F, 0, 0), Stream::Compute, 0, 100, 0, 0}, {Action::make(Op::B, 0, 0), Stream::Compute, 130, 200, 0, 0}};
+  const TimelineMetrics m = compute_metrics(t);
+  EXPECT_EQ(m.ranks[0].idle, (IdleParts{.other_ns = 30}));
+  EXPECT_EQ(m.pipeline_bubble_ratio, 0);
+  EXPECT_EQ(m.other_idle_ns, 30);
+}
+
 TEST(Metrics, ThroughputFromIterationTime) {
   // 8 GPUs, 1 s, 8e15 FLOPs -> 1000 TFLOPS/GPU; peak 2000 -> MFU 0.5; 80,000 tokens -> 10,000/s/GPU.
   const Throughput t = compute_throughput(1'000'000'000, 8e15, 80'000, 8, 2000);

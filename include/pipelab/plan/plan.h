@@ -61,6 +61,8 @@ struct PlanPoint {
   std::int64_t makespan_ns = 0;
   double bubble_ratio = 0;
   std::int64_t exposed_comm_ns = 0;  // P2P not hidden by compute, mean over ranks
+  TimelineMetrics idle;              // the simulated metrics, for the idle split (ranks dropped)
+  sim::InActionComm in_action_comm;  // mean over ranks
   Throughput throughput;
   double model_flops = 0;
   std::int64_t tokens_per_iteration = 0;

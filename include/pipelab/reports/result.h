@@ -27,9 +27,10 @@ inline constexpr int kResultVersion = 1;
 /// `summary` of a result: the iteration's metrics as the producer computed them (docs/metrics.md).
 struct Summary {
   std::int64_t makespan_ns = 0;                 // iteration time of one pipeline
-  double bubble_ratio = 0;                      // sum(idle) / (P * makespan), a fraction
-  double tflops_per_gpu = 0;                    // model TFLOP/s per GPU
-  double mfu = 0;                               // a fraction of the GPU's dense BF16 peak
+  double bubble_ratio = 0;                      // sum(idle) / (P * makespan), a fraction: all idle time
+  // Hardware figures: null (nullopt) when the times are synthetic (uniform costs).
+  std::optional<double> tflops_per_gpu = 0;     // model TFLOP/s per GPU
+  std::optional<double> mfu = 0;                // a fraction of the GPU's dense BF16 peak
   double tokens_per_s_per_gpu = 0;
   std::vector<std::int64_t> peak_memory_bytes;  // per rank: static + peak activations
   std::int64_t exposed_comm_ns = 0;             // mean over ranks
@@ -37,6 +38,18 @@ struct Summary {
   bool oom = false;                             // some rank exceeds memory_capacity_bytes
   double model_flops = 0;                       // per iteration, all GPUs
   std::int64_t tokens_per_iteration = 0;
+  // Idle time by cause (docs/metrics.md, "Idle time by cause"): ratios of P * makespan, times
+  // means over ranks.
+  double pipeline_bubble_ratio = 0;
+  double stage_imbalance = 0;
+  std::int64_t exposed_pp_comm_ns = 0;
+  std::int64_t exposed_dp_comm_ns = 0;
+  std::int64_t other_idle_ns = 0;
+  // Communication inside compute actions (analytic costs; 0 otherwise), means over ranks.
+  std::int64_t exposed_tp_comm_ns = 0;
+  std::int64_t exposed_ep_comm_ns = 0;
+  std::int64_t exposed_cp_comm_ns = 0;
+  std::int64_t exposed_fsdp_comm_ns = 0;
 
   /// Largest entry of peak_memory_bytes (0 when empty): a selection, not a computation.
   std::int64_t max_peak_memory_bytes() const;
@@ -59,6 +72,7 @@ struct RankRow {
   std::int64_t idle_ns = 0;
   std::int64_t comm_ns = 0;
   std::int64_t exposed_comm_ns = 0;
+  IdleParts idle;                          // idle_ns by cause (zeros when the file has none)
   double flops = 0;                        // the rank's compute FLOPs (0 when the file has none)
   std::int64_t static_memory_bytes = 0;    // the memory columns are 0 when the file has none
   std::int64_t peak_activation_bytes = 0;

@@ -26,6 +26,13 @@ struct TimelineFacts {
   std::int64_t memory_capacity_bytes = 0;            // 0: unknown, nothing is out of memory
   double model_flops = 0;                            // per iteration, all GPUs
   std::int64_t tokens_per_iteration = 0;
+  /// False when the times are synthetic (uniform costs): TFLOPS/GPU and MFU are written as null.
+  bool hardware_figures = true;
+  /// Communication inside compute actions, mean over ranks (the simulator's cost model; 0 when unknown).
+  std::int64_t exposed_tp_comm_ns = 0;
+  std::int64_t exposed_ep_comm_ns = 0;
+  std::int64_t exposed_cp_comm_ns = 0;
+  std::int64_t exposed_fsdp_comm_ns = 0;
 };
 
 /// The result's view of one timeline: the summary from `metrics` and `throughput` (computed by the

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "pipelab/schedules/idle_parts.h"
 #include "pipelab/schedules/timeline.h"
 
 namespace pipelab {
@@ -16,12 +17,18 @@ struct RankMetrics {
   std::int64_t comm_ns = 0;          // union of send/recv intervals on this rank
   std::int64_t exposed_comm_ns = 0;  // communication time not overlapped by this rank's compute
   double flops = 0;                  // sum of the rank's compute flops
+  IdleParts idle;                    // idle_ns by cause (split_idle); idle.total() == idle_ns
 };
 
 struct TimelineMetrics {
   std::int64_t makespan_ns = 0;
-  double bubble_ratio = 0;           // sum(idle) / (ranks * makespan); 0 for an empty timeline
+  double bubble_ratio = 0;           // sum(idle) / (ranks * makespan): ALL idle time; 0 for an empty timeline
+  double pipeline_bubble_ratio = 0;  // sum(idle.pipeline_bubble_ns) / (ranks * makespan); 0 at PP=1
+  double stage_imbalance = 0;        // sum(idle.imbalance_ns) / (ranks * makespan)
   std::int64_t exposed_comm_ns = 0;  // mean over ranks of exposed communication
+  std::int64_t exposed_pp_comm_ns = 0;  // mean over ranks of idle.exposed_pp_comm_ns
+  std::int64_t exposed_dp_comm_ns = 0;  // mean over ranks of idle.exposed_dp_comm_ns
+  std::int64_t other_idle_ns = 0;       // mean over ranks of idle.other_ns
   std::vector<RankMetrics> ranks;
 };
 

@@ -70,6 +70,9 @@ class AnalyticCost final : public CostModel {
   double flops(const Action& a) const override;
   std::int64_t reduce_grad_bytes(int stage) const override;
   std::int64_t reduce_grad_ns(int rank, int stage) const override;
+  /// F, B, I, W: the pass's TP, EP, exposed CP and FSDP time; an F&B unit: both halves' TP, CP and
+  /// FSDP, and as EP whatever else overlap_ns adds to the halves' compute (the EP it cannot hide).
+  InActionComm in_action_comm(int rank, const Action& a) const override;
 
   const StageCost& stage(int s) const { return stages_[static_cast<std::size_t>(s)]; }
   /// F&B unit of (f_stage, b_stage): both halves' TP and CP traffic, and four overlapped phases

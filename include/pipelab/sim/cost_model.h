@@ -8,6 +8,24 @@
 
 namespace pipelab::sim {
 
+/// Communication that runs inside a compute action and lengthens it (tensor, expert and context
+/// parallel collectives; FSDP's per-layer gathers and reduce-scatters), in ns of the action's
+/// duration: only what the action does not hide behind its own compute.
+struct InActionComm {
+  double tp_ns = 0;
+  double ep_ns = 0;
+  double cp_ns = 0;
+  double fsdp_ns = 0;
+  InActionComm& operator+=(const InActionComm& o) {
+    tp_ns += o.tp_ns;
+    ep_ns += o.ep_ns;
+    cp_ns += o.cp_ns;
+    fsdp_ns += o.fsdp_ns;
+    return *this;
+  }
+  bool operator==(const InActionComm&) const = default;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -22,6 +40,9 @@ class CostModel {
   /// Data-parallel gradient reduction of one stage's gradients (REDUCE_GRAD): bytes and time.
   virtual std::int64_t reduce_grad_bytes(int /*stage*/) const { return 0; }
   virtual std::int64_t reduce_grad_ns(int /*rank*/, int /*stage*/) const { return 0; }
+  /// The exposed communication inside compute action `a` on `rank`, by kind. Zero for models that
+  /// do not split an action's time (uniform, profiled).
+  virtual InActionComm in_action_comm(int /*rank*/, const Action& /*a*/) const { return {}; }
 };
 
 }  // namespace pipelab::sim

@@ -33,9 +33,20 @@ struct MemorySample {
   bool operator==(const MemorySample&) const = default;
 };
 
+/// The optimizer step between iterations. Sync: every rank waits until all ranks finished the
+/// iteration and every gradient reduction is done, then the step takes optimizer_step_ns. Overlap
+/// (zero-bubble's post-validation): a rank steps as soon as its own work and reductions are done
+/// and starts the next iteration, while other ranks may still be in the previous one.
+enum class OptimizerStep : std::uint8_t { Sync, Overlap };
+
 struct SimOptions {
   /// Per stage; empty = no activation tracking.
   std::vector<StageActivation> activations;
+  /// Consecutive iterations (repeat_iterations): per rank, the list positions where iterations
+  /// 1, 2, ... start, at which the optimizer step happens. Empty: one iteration.
+  std::vector<std::vector<std::size_t>> iteration_starts;
+  OptimizerStep optimizer_step = OptimizerStep::Sync;
+  std::int64_t optimizer_step_ns = 0;
 };
 
 struct SimResult {

@@ -47,6 +47,10 @@ struct SimulationRequest {
   /// Optional: the schedule already built and lowered for this layout (lowered_schedule()), shared
   /// by the layouts of a plan search instead of being built again for each.
   std::shared_ptr<const Schedule> lowered;
+  /// Consecutive iterations simulated as one timeline, with the optimizer step between them
+  /// (engine.h, OptimizerStep); throughput divides the makespan by `iterations`.
+  int iterations = 1;
+  OptimizerStep optimizer_step = OptimizerStep::Sync;
 };
 
 struct SimulationOutcome {
@@ -58,6 +62,12 @@ struct SimulationOutcome {
   SimResult result;
   TimelineMetrics metrics;
   Throughput throughput;
+  /// False under uniform costs: the times are synthetic, so TFLOPS/GPU and MFU say nothing about
+  /// hardware and are not reported (null in the result).
+  bool hardware_figures = true;
+  /// Mean over ranks of the communication inside the rank's compute actions (the cost model's
+  /// in_action_comm summed over its timeline).
+  InActionComm in_action_comm;
   double model_flops = 0;
   std::int64_t tokens_per_iteration = 0;
   std::vector<StaticMemory> static_memory;      // per rank
