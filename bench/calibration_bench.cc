@@ -1,7 +1,9 @@
-// Predicted vs published: every row of calibration/nemo-dgx-h100.csv simulated on the h100-sxm
-// preset. Prints the table (published and predicted tokens/s/GPU, error, peak memory of the fullest
-// rank) with the median and largest |error|, then times each simulation as a benchmark.
-//   build/bench/pipelab_calibration_bench [--calibration FILE] [google-benchmark flags]
+// Predicted vs published: every row of a run table (default calibration/nemo-dgx-h100.csv) simulated
+// on one GPU (default the h100-sxm preset). Prints the table (published and predicted tokens/s/GPU,
+// error, peak memory of the fullest rank) with the median and largest |error|, then times each
+// simulation as a benchmark. The held-out tables (calibration/nemo-dgx-b200.csv, nemo-dgx-gb200.csv,
+// a100.csv) run with their GPU: --gpu b200, gb200, a100-80g (docs/calibration.md).
+//   build/bench/pipelab_calibration_bench [--calibration FILE] [--gpu NAME|FILE.json] [google-benchmark flags]
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -22,16 +24,16 @@ namespace {
 
 using namespace pipelab;
 
-sim::SimulationRequest request_for(const RunRecord& run) { return sim::run_request(run, gpu_preset("h100-sxm")); }
+sim::SimulationRequest request_for(const RunRecord& run, const GpuSpec& gpu) { return sim::run_request(run, gpu); }
 
-void print_table(const std::vector<RunRecord>& runs) {
+void print_table(const std::vector<RunRecord>& runs, const GpuSpec& gpu) {
   std::printf("%-52s %10s %10s %8s %9s  %s\n", "recipe (release model precision GPUs layout)", "published", "predicted",
               "error", "peak_mem", "fits");
   std::printf("%-52s %10s %10s %8s %9s\n", "", "(tok/s/GPU)", "(tok/s/GPU)", "(%)", "(GiB)");
   std::vector<double> errors, fp8_errors, bf16_errors;
   for (const RunRecord& run : runs) {
     try {
-      const sim::SimulationOutcome o = sim::simulate_config(request_for(run));
+      const sim::SimulationOutcome o = sim::simulate_config(request_for(run, gpu));
       const double predicted = o.throughput.tokens_per_s_per_gpu;
       const double error = predicted / run.tokens_per_s_per_gpu - 1;
       const double peak = static_cast<double>(*std::max_element(o.peak_memory_bytes.begin(), o.peak_memory_bytes.end())) / (1 << 30);
@@ -58,19 +60,29 @@ void print_table(const std::vector<RunRecord>& runs) {
 
 int main(int argc, char** argv) {
   std::string path = std::string(PIPELAB_CALIBRATION_DIR) + "/nemo-dgx-h100.csv";
+  std::string gpu_name = "h100-sxm";
   std::vector<char*> rest;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--calibration") == 0 && i + 1 < argc) {
       path = argv[++i];
+    } else if (std::strcmp(argv[i], "--gpu") == 0 && i + 1 < argc) {
+      gpu_name = argv[++i];
     } else {
       rest.push_back(argv[i]);
     }
   }
   const std::vector<RunRecord> runs = parse_run_records(read_text_file(path, "calibration set"), path);
-  print_table(runs);
+  GpuSpec gpu;
+  try {
+    gpu = load_gpu(gpu_name);  // a preset name or a GPU JSON file, as `pipelab --gpu` takes
+  } catch (const Error& e) {
+    std::fprintf(stderr, "pipelab_calibration_bench: --gpu %s: %s\n", gpu_name.c_str(), e.what());
+    return 2;
+  }
+  print_table(runs, gpu);
   for (const RunRecord& run : runs) {
-    benchmark::RegisterBenchmark(("Simulate/" + run.label()).c_str(), [run](benchmark::State& state) {
-      const sim::SimulationRequest r = request_for(run);
+    benchmark::RegisterBenchmark(("Simulate/" + run.label()).c_str(), [run, gpu](benchmark::State& state) {
+      const sim::SimulationRequest r = request_for(run, gpu);
       for (auto _ : state) benchmark::DoNotOptimize(sim::simulate_config(r).throughput);
     })->Unit(benchmark::kMillisecond);
   }

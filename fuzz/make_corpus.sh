@@ -43,7 +43,8 @@ printf '%s' '--tensor-model-parallel-size 2 --pipeline-model-parallel-size 2 --n
 cp tests/data/apps/automodel_llama3_70b.yaml "$out/automodel_yaml/llama3_70b.yaml"
 printf '%s\n' 'strategy: megatron_fsdp' 'tp_size: 2' 'pp_size: 2' 'ep_size: 2' 'zero_dp_strategy: 3' 'activation_checkpointing: selective' \
   'pipeline:' '  pp_schedule: 1F1B' '  pp_microbatch_size: 2' > "$out/automodel_yaml/distributed_block.yaml"
-# Run tables are measured, not written by pipelab: the calibration set and the test table.
-cp calibration/nemo-dgx-h100.csv "$out/run_records/"
+# Run tables are measured, not written by pipelab: the calibration set, the held-out tables on other
+# GPUs and the test table.
+cp calibration/nemo-dgx-h100.csv calibration/nemo-dgx-b200.csv calibration/nemo-dgx-gb200.csv calibration/a100.csv "$out/run_records/"
 cp tests/data/apps/calibration_runs.csv "$out/run_records/"
 echo "fuzz corpora: $(find "$out" -type f | wc -l) seeds in $out ($(du -sh "$out" | cut -f1))"

@@ -1,9 +1,12 @@
 // Every published recipe of the calibration set (calibration/nemo-dgx-h100.csv) whose model has a
-// preset is expressible and fits in memory: NVIDIA ran it on 80 GB H100s. Throughput accuracy is
-// printed by bench/calibration_bench.cc, not asserted here.
+// preset is expressible and fits in memory: NVIDIA ran it on 80 GB H100s. Likewise every row of the
+// held-out tables on other GPUs (nemo-dgx-b200.csv, nemo-dgx-gb200.csv, a100.csv) on its GPU's preset.
+// Throughput accuracy is printed by bench/calibration_bench.cc, not asserted here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
@@ -34,6 +37,42 @@ TEST(CalibrationSet, EveryPublishedRecipeSimulatesAndFits) {
   }
   EXPECT_EQ(simulated, static_cast<int>(runs.size()));
 }
+
+// A held-out run table (not fitted to) and the preset of the GPU it was measured on.
+struct HeldOutTable {
+  const char* file;
+  const char* gpu;
+  std::size_t min_rows;
+};
+
+class HeldOutTables : public ::testing::TestWithParam<HeldOutTable> {};
+
+TEST_P(HeldOutTables, EveryPublishedRunSimulatesAndFits) {
+  const HeldOutTable& t = GetParam();
+  const std::string path = std::string(PIPELAB_CALIBRATION_DIR) + "/" + t.file;
+  std::vector<RunRecord> runs;
+  ASSERT_NO_THROW(runs = parse_run_records(read_text_file(path, "held-out table"), path)) << t.file;
+  ASSERT_GE(runs.size(), t.min_rows) << t.file;
+  const GpuSpec gpu = gpu_preset(t.gpu);
+  for (const RunRecord& run : runs) {
+    sim::SimulationOutcome o;
+    ASSERT_NO_THROW(o = sim::simulate_config(sim::run_request(run, gpu))) << t.file << ": " << run.label();
+    const std::int64_t peak = *std::max_element(o.peak_memory_bytes.begin(), o.peak_memory_bytes.end());
+    EXPECT_FALSE(o.oom) << t.file << ": " << run.label() << ": peak " << peak / (1 << 20) << " MiB of "
+                        << o.memory_capacity_bytes / (1 << 20);
+    EXPECT_GT(o.throughput.tokens_per_s_per_gpu, 0) << t.file << ": " << run.label();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(OtherGpus, HeldOutTables,
+                         ::testing::Values(HeldOutTable{"nemo-dgx-b200.csv", "b200", 30},
+                                           HeldOutTable{"nemo-dgx-gb200.csv", "gb200", 60},
+                                           HeldOutTable{"a100.csv", "a100-80g", 4}),
+                         [](const ::testing::TestParamInfo<HeldOutTable>& info) {
+                           std::string name = info.param.gpu;
+                           std::erase(name, '-');
+                           return name;
+                         });
 
 TEST(CalibrationSet, RecipeLayoutsAreMegatrons) {
   for (const RunRecord& run : calibration_set()) {
