@@ -1,6 +1,8 @@
 // RankBuilder implementation.
 #include "rank_builder.h"
 
+#include <algorithm>
+
 #include "pipelab/base/error.h"
 
 namespace pipelab::detail {
@@ -10,7 +12,13 @@ RankBuilder::RankBuilder(const PipelineShape& shape, bool idle_beyond_end)
       idle_beyond_end_(idle_beyond_end),
       next_f_(static_cast<std::size_t>(shape.stages), 0),
       next_b_(static_cast<std::size_t>(shape.stages), 0),
-      next_w_(static_cast<std::size_t>(shape.stages), 0) {}
+      next_w_(static_cast<std::size_t>(shape.stages), 0) {
+  // Room for a rank's share of F, I and W (or F and B) without regrowing: capacity that is never
+  // written costs no memory, while regrowing a large list copies it and touches twice the pages.
+  const auto per_rank = static_cast<std::size_t>(shape.stages / std::max(1, shape.ranks) + 1) *
+                        static_cast<std::size_t>(shape.microbatches_per_chain());
+  slots_.reserve(3 * per_rank);
+}
 
 int RankBuilder::mb_of(int stage, int counter) const {
   return shape_.chain_of_stage(stage) * shape_.microbatches_per_chain() + counter;
