@@ -23,7 +23,9 @@ Schedule with_ranks(const Schedule& s, std::vector<std::vector<Slot>> ranks) {
 
 Schedule add_send_recv(const Schedule& compute) {
   if (compute.has_comms()) throw ScheduleError("add_send_recv: schedule \"" + compute.name + "\" already has send/recv actions");
-  require_valid(compute);
+  // The structure first (the replay below indexes by stage and microbatch); the replay itself finds
+  // a deadlock, and only then does the full validator run, for its report.
+  require_valid(compute, ValidationScope::WithoutDeadlock);
   const PipelineShape& shape = compute.shape;
   const SignalIndex index(shape);
   std::vector<char> done(index.size(), 0);
@@ -76,7 +78,9 @@ Schedule add_send_recv(const Schedule& compute) {
     }
     if (!remaining) break;
     if (!progressed) {
-      // validate() replays the same dependencies, so this is unreachable for a valid schedule.
+      // A stall is a deadlock in list order, whatever order the ranks are visited in (a signal,
+      // once true, stays true): the validator's replay finds it too and reports it with the grid.
+      require_valid(compute);
       throw ScheduleError("add_send_recv: schedule \"" + compute.name + "\" does not progress");
     }
   }
@@ -135,14 +139,17 @@ Schedule overlap_forward_backward(const Schedule& compute) {
   return with_ranks(compute, std::move(out));
 }
 
-Schedule add_reduce_grad(const Schedule& s, ReduceGradPlacement placement) {
-  std::vector<std::vector<Slot>> ranks(s.ranks.size());
+Schedule add_reduce_grad(const Schedule& s, ReduceGradPlacement placement) { return add_reduce_grad(Schedule(s), placement); }
+
+Schedule add_reduce_grad(Schedule&& s, ReduceGradPlacement placement) {
   const int per_chain = s.shape.microbatches_per_chain();
   std::vector<int> weight_grads(static_cast<std::size_t>(s.shape.stages), 0);
   for (std::size_t r = 0; r < s.ranks.size(); ++r) {
+    std::vector<Slot> list;
+    list.reserve(s.ranks[r].size() + s.shape.stages_of_rank(static_cast<int>(r)).size());
     std::vector<Slot> reductions;
     for (const Slot& slot : s.ranks[r]) {
-      ranks[r].push_back(slot);
+      list.push_back(slot);
       if (!slot) continue;
       if (slot->op == Op::ReduceGrad) throw ScheduleError("add_reduce_grad: schedule \"" + s.name + "\" already has REDUCE_GRAD");
       int stage = -1;
@@ -153,13 +160,14 @@ Schedule add_reduce_grad(const Schedule& s, ReduceGradPlacement placement) {
         if (placement == ReduceGradPlacement::AtEnd) {
           reductions.push_back(reduce);
         } else {
-          ranks[r].push_back(reduce);
+          list.push_back(reduce);
         }
       }
     }
-    ranks[r].insert(ranks[r].end(), reductions.begin(), reductions.end());
+    list.insert(list.end(), reductions.begin(), reductions.end());
+    s.ranks[r] = std::move(list);  // the old list is freed before the next rank's is built
   }
-  return with_ranks(s, std::move(ranks));
+  return std::move(s);
 }
 
 Schedule remove_comms(const Schedule& s) {

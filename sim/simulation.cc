@@ -132,7 +132,7 @@ Schedule lowered_schedule(const SimulationRequest& req) {
   if (merges_forward_backward(info.name, config, vp)) compute = overlap_forward_backward(compute);
   Schedule lowered = add_send_recv(compute);
   if (config.dp * config.cp > 1) {
-    lowered = add_reduce_grad(lowered, config.overlap_grad_reduce ? ReduceGradPlacement::AfterLastWeightGrad : ReduceGradPlacement::AtEnd);
+    lowered = add_reduce_grad(std::move(lowered), config.overlap_grad_reduce ? ReduceGradPlacement::AfterLastWeightGrad : ReduceGradPlacement::AtEnd);
   }
   return lowered;
 }

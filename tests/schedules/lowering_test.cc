@@ -54,6 +54,22 @@ TEST(AddSendRecv, RejectsAnInvalidOrAlreadyLoweredSchedule) {
   EXPECT_THROW(add_send_recv(lowered), ScheduleError);
 }
 
+// A structurally sound schedule that deadlocks: the pass's own replay stalls and the error is the
+// validator's deadlock report (rule and grid), as when the full validator ran first.
+TEST(AddSendRecv, ReportsADeadlockWithTheValidatorsReport) {
+  // Rank 0 waits for 1B0's gradient before it sends F0; rank 1 cannot run B0 without F0.
+  auto stuck = parse_schedule("0F0,0B0,0F1,0B1\n1F1,1B1,1F0,1B0\n", "stuck");
+  ASSERT_TRUE(stuck.ok());
+  ASSERT_TRUE(validate(stuck.value(), ValidationScope::WithoutDeadlock).ok());
+  ASSERT_FALSE(validate(stuck.value()).ok());
+  try {
+    add_send_recv(stuck.value());
+    FAIL() << "no error";
+  } catch (const ScheduleError& e) {
+    EXPECT_NE(std::string(e.what()).find("[deadlock]"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AddSendRecv, DropsIdleSlots) {
   const Schedule s = make_schedule("zb-v", {2, 2, 4, 0});
   ASSERT_FALSE(s.ranks[1][0].has_value());

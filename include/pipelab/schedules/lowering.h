@@ -22,6 +22,9 @@ enum class ReduceGradPlacement { AfterLastWeightGrad, AtEnd };
 /// weight-grad (W, B, or an F&B unit's B) of the stage on its rank, so the reduction can start while
 /// the rank still computes other stages; or, with AtEnd, after the rank's last action.
 Schedule add_reduce_grad(const Schedule& s, ReduceGradPlacement placement = ReduceGradPlacement::AfterLastWeightGrad);
+/// The same pass on a schedule the caller gives up: each rank's list is rebuilt in turn, so the
+/// pass holds one extra rank list at a time instead of a second schedule.
+Schedule add_reduce_grad(Schedule&& s, ReduceGradPlacement placement = ReduceGradPlacement::AfterLastWeightGrad);
 
 /// Megatron's 1F1B all-to-all overlap (--overlap-moe-expert-parallel-comm): a forward F(s, mb) and
 /// a full backward B(s', mb') of another microbatch that are adjacent on their rank (either order)
