@@ -88,9 +88,20 @@ class Engine {
 
   SimResult run() {
     for (std::size_t r = 0; r < ranks_.size(); ++r) push(0, EventKind::RankReady, static_cast<int>(r), 0);
-    while (!queue_.empty()) {
-      const Event e = queue_.top();
-      queue_.pop();
+    for (;;) {
+      Event e;
+      if (!queue_.empty() && (queue_.top().time == now_ || now_head_ == now_events_.size())) {
+        e = queue_.top();
+        queue_.pop();
+      } else if (now_head_ < now_events_.size()) {
+        e = now_events_[now_head_++];
+        if (now_head_ == now_events_.size()) {
+          now_events_.clear();
+          now_head_ = 0;
+        }
+      } else {
+        break;
+      }
       ++result_.events;
       now_ = e.time;
       switch (e.kind) {
@@ -118,8 +129,16 @@ class Engine {
     std::int64_t held_bytes = 0;
   };
 
+  // Events at the current time (a rank woken by a signal, a zero-time action) skip the heap: each
+  // was pushed after every heap event of this time (those were pushed while time was earlier), so
+  // taking the heap's events of this time first, then these in push order, is (time, seq) order.
   void push(std::int64_t t, EventKind k, int rank, std::uint64_t payload) {
-    queue_.push(Event{t, seq_++, k, rank, payload});
+    const Event e{t, seq_++, k, rank, payload};
+    if (t == now_) {
+      now_events_.push_back(e);
+    } else {
+      queue_.push(e);
+    }
   }
 
   const std::vector<Slot>& list(int r) const { return s_.ranks[static_cast<std::size_t>(r)]; }
@@ -311,7 +330,9 @@ class Engine {
   std::vector<char> arrived_;  // per signal: it holds (a byte, not a time: nothing reads when)
   std::vector<std::int32_t> waiting_head_;
   std::vector<RankState> ranks_;
-  std::priority_queue<Event> queue_;
+  std::priority_queue<Event> queue_;  // events after the current time
+  std::vector<Event> now_events_;     // events at the current time, in push order, from now_head_
+  std::size_t now_head_ = 0;
   std::uint64_t seq_ = 0;
   std::int64_t now_ = 0;
   std::size_t barriers_ = 0;                    // optimizer steps between iterations
