@@ -27,6 +27,8 @@ struct Event {
   bool operator<(const Event& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
+constexpr std::int64_t kNotYet = -1;  // a time not reached (yet)
+
 // Simulated time is bounded (limits::kMaxDurationNs per action or transfer, limits::kMaxSimulatedNs
 // in all): a cost that breaks a bound is refused with the bound, so the time arithmetic below
 // (a time plus a duration, both within the bounds) never overflows.
@@ -56,7 +58,7 @@ class Engine {
         cost_(cost),
         options_(options),
         index_(s.shape),
-        arrived_(index_.size(), 0),
+        signalled_(index_.size(), 0),
         waiting_head_(index_.size(), -1),
         ranks_(s.ranks.size()) {
     result_.timeline.ranks.resize(s.ranks.size());
@@ -160,7 +162,7 @@ class Engine {
       const Action& a = *actions[st.pos];
       for (const SignalKey& k : prerequisites(a, s_.shape, CommMode::Explicit)) {
         const std::size_t sig = index_(k);
-        if (!arrived_[sig]) {
+        if (!signalled_[sig]) {
           park(r, sig);
           return;
         }
@@ -268,7 +270,7 @@ class Engine {
   }
 
   void arrive(std::size_t sig) {
-    arrived_[sig] = 1;
+    signalled_[sig] = 1;
     for (std::int32_t r = waiting_head_[sig]; r >= 0;) {
       const std::int32_t next = ranks_[static_cast<std::size_t>(r)].next_waiting;
       ranks_[static_cast<std::size_t>(r)].next_waiting = -1;
@@ -313,7 +315,7 @@ class Engine {
   void report_deadlock() const {
     std::vector<std::size_t> positions;
     for (const RankState& st : ranks_) positions.push_back(st.pos);
-    const auto holds = [&](const SignalKey& k) { return arrived_[index_(k)] != 0; };
+    const auto holds = [&](const SignalKey& k) { return signalled_[index_(k)] != 0; };
     std::string message;
     for (const StuckRank& st : stuck_ranks(s_, positions, CommMode::Explicit, holds)) {
       const std::string waits = describe_waits(st);
@@ -327,7 +329,7 @@ class Engine {
   const CostModel& cost_;
   const SimOptions& options_;
   SignalIndex index_;
-  std::vector<char> arrived_;  // per signal: it holds (a byte, not a time: nothing reads when)
+  std::vector<char> signalled_;  // per signal: it holds (a byte, not a time: nothing reads when)
   std::vector<std::int32_t> waiting_head_;
   std::vector<RankState> ranks_;
   std::priority_queue<Event> queue_;  // events after the current time
