@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -65,6 +66,57 @@ struct Candidate {
 
 enum class Status : std::uint8_t { Pending, Excluded, Survivor, Simulated };
 
+// Per-stage costs shared by layouts. A candidate's configuration is a function of its fields, so
+// candidates that differ only in schedule (1F1B, GPipe, ZB-H1, ZB-H2: the same stages) price alike:
+// the key is those fields and the shape's stages, and the cost is built once and read by every
+// thread. Candidates of one (tp, pp, cp, ep, etp) are enumerated together, so a bounded cache
+// (cleared when full) keeps the hits and the memory stays small.
+class CostCache {
+ public:
+  using Cost = std::shared_ptr<const sim::AnalyticCost>;
+
+  explicit CostCache(bool enabled) : enabled_(enabled) {}
+
+  // `resolved`: the simulation's configuration (resolved), not the screen's; they are kept apart.
+  template <typename Build>
+  Cost get(const Candidate& c, bool resolved, const PipelineShape& shape, Build build) {
+    if (!enabled_) return build();
+    const Key key{c.tp, c.pp, c.cp, c.ep, c.etp, c.dp, c.mbs, c.round, c.fsdp, c.aware, resolved,
+                  shape.ranks, shape.stages, shape.chains, static_cast<int>(shape.placement)};
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = costs_.find(key); it != costs_.end()) return it->second;
+    }
+    Cost cost = build();  // outside the lock; two threads may build the same one, both identical
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (costs_.size() >= kMaxEntries) costs_.clear();
+    return costs_.emplace(key, std::move(cost)).first->second;
+  }
+
+ private:
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, bool, bool, int, int, int, int>;
+  static constexpr std::size_t kMaxEntries = 4096;
+  bool enabled_;
+  std::mutex mutex_;
+  std::map<Key, Cost> costs_;
+};
+
+// A shared AnalyticCost behind the CostModel interface simulate_config takes (make_cost).
+class SharedCost final : public sim::CostModel {
+ public:
+  explicit SharedCost(std::shared_ptr<const sim::AnalyticCost> cost) : cost_(std::move(cost)) {}
+  std::int64_t duration_ns(int rank, const Action& a) const override { return cost_->duration_ns(rank, a); }
+  std::int64_t p2p_ns(std::int64_t bytes, int src, int dst) const override { return cost_->p2p_ns(bytes, src, dst); }
+  std::int64_t boundary_bytes(int stage) const override { return cost_->boundary_bytes(stage); }
+  double flops(const Action& a) const override { return cost_->flops(a); }
+  std::int64_t reduce_grad_bytes(int stage) const override { return cost_->reduce_grad_bytes(stage); }
+  std::int64_t reduce_grad_ns(int rank, int stage) const override { return cost_->reduce_grad_ns(rank, stage); }
+  sim::InActionComm in_action_comm(int rank, const Action& a) const override { return cost_->in_action_comm(rank, a); }
+
+ private:
+  std::shared_ptr<const sim::AnalyticCost> cost_;
+};
+
 // Chunks per rank worth trying for an interleaved schedule at `pp`: 2 and 4, and those that split
 // the layers evenly (with or without the embedding and loss counted as layers); never more stages
 // than layers.
@@ -78,7 +130,7 @@ std::vector<int> interleaved_vps(int pp, int layers) {
 
 class Search {
  public:
-  explicit Search(const PlanRequest& r) : r_(r), start_(Clock::now()) {
+  explicit Search(const PlanRequest& r) : r_(r), start_(Clock::now()), costs_(r.share_costs) {
     if (r.gpus < 1) throw InputError("--gpus=" + std::to_string(r.gpus) + ": must be at least 1");
     if (r.gbs < 1) throw InputError("--gbs=" + std::to_string(r.gbs) + ": must be at least 1");
     if (r.seq_length < 0) throw InputError("--seq=" + std::to_string(r.seq_length) + ": must be positive");
@@ -279,7 +331,9 @@ class Search {
           const auto geometry = std::make_shared<const sim::LayerGeometry>(r_.model, split);
           const sim::MemoryModel memory(geometry, shape.shape);
           if (memory_bound(memory, shape.shape) > gpu_.usable_memory_bytes()) return exclude(i, bound_rule);
-          bound_[i] = throughput_bound(sim::AnalyticCost(geometry, gpu_, shape.shape), shape.shape, split);
+          bound_[i] = throughput_bound(*costs_.get(c, false, shape.shape, [&] {
+            return std::make_shared<const sim::AnalyticCost>(geometry, gpu_, shape.shape);
+          }), shape.shape, split);
           status_[i] = Status::Survivor;
         },
         [&] { return out_of_time(); }, [&] { progress(); });
@@ -407,6 +461,17 @@ class Search {
             return exclude(i, normalize_rule(found->second.error));
           }
           q.lowered = found->second.lowered;
+          if (r_.share_costs) {
+            // The cost simulate_config would build (the resolved configuration, vp = the schedule's
+            // parts per rank), built once for every schedule with the same stages.
+            q.make_cost = [this, &c = candidates_[i], &q](const PipelineShape& shape) -> std::unique_ptr<sim::CostModel> {
+              return std::make_unique<SharedCost>(costs_.get(c, true, shape, [&] {
+                ParallelConfig split = q.config;
+                split.vp = shape.stages_per_chain() / split.pp;
+                return std::make_shared<const sim::AnalyticCost>(std::make_shared<const sim::LayerGeometry>(q.model, split), q.gpu, shape);
+              }));
+            };
+          }
           sim::SimulationOutcome o;
           try {
             o = sim::simulate_config(q);
@@ -508,6 +573,7 @@ class Search {
   std::map<std::string, std::uint32_t> rule_ids_;
   std::vector<std::string> rules_;
   std::atomic<std::int64_t> done_{0};
+  CostCache costs_;
 };
 
 // ---- explanation ------------------------------------------------------------------------------

@@ -152,6 +152,36 @@ TEST(Plan, SameOutcomeOnOneThreadAndTwo) {
   }
 }
 
+// Costs shared between layouts (and the simulations that record no timeline) change nothing: the
+// same layouts are simulated, excluded and ranked, with identical figures.
+TEST(Plan, SharedCostsGiveTheSameTopK) {
+  PlanRequest r = small_request("llama3-8b", 16, 64, 4096);
+  r.schedules = {"1f1b", "gpipe", "zb-h1", "zb-h2", "interleaved-1f1b", "zb-v", "dualpipev"};
+  r.mbs = {1, 2};
+  r.recompute = {Recompute::kNone, Recompute::kSelective};
+  r.fsdp = {Fsdp::kNone, Fsdp::kMegatron};
+  r.top_k = 10;
+  r.share_costs = false;
+  const PlanOutcome fresh = run_plan(r);
+  r.share_costs = true;
+  const PlanOutcome shared = run_plan(r);
+  EXPECT_EQ(fresh.evaluated, shared.evaluated);
+  EXPECT_EQ(fresh.excluded, shared.excluded);
+  ASSERT_EQ(fresh.top.size(), shared.top.size());
+  ASSERT_GE(fresh.top.size(), 5u);
+  for (std::size_t i = 0; i < fresh.top.size(); ++i) {
+    EXPECT_EQ(fresh.top[i].config, shared.top[i].config);
+    EXPECT_EQ(fresh.top[i].schedule, shared.top[i].schedule);
+    EXPECT_EQ(fresh.top[i].makespan_ns, shared.top[i].makespan_ns);
+    EXPECT_EQ(fresh.top[i].bubble_ratio, shared.top[i].bubble_ratio);
+    EXPECT_EQ(fresh.top[i].exposed_comm_ns, shared.top[i].exposed_comm_ns);
+    EXPECT_EQ(fresh.top[i].peak_memory_bytes, shared.top[i].peak_memory_bytes);
+    EXPECT_EQ(fresh.top[i].throughput.tokens_per_s_per_gpu, shared.top[i].throughput.tokens_per_s_per_gpu);
+  }
+  ASSERT_EQ(fresh.points.size(), shared.points.size());
+  for (std::size_t i = 0; i < fresh.points.size(); ++i) EXPECT_EQ(fresh.points[i].makespan_ns, shared.points[i].makespan_ns);
+}
+
 TEST(Plan, BadInputIsAClearErrorOrAnHonestEmptyResult) {
   PlanRequest r = small_request("llama3-70b", 64, 128, 8192);
   r.gpus = 0;

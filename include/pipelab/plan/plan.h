@@ -49,6 +49,10 @@ struct PlanRequest {
   int top_k = 10;
   double time_budget_s = 0;  // > 0: stop after this long and return the best found so far
   int threads = 0;           // 0 = every core
+  /// Share each layout's per-stage costs with the layouts that only differ in schedule (same
+  /// stages, configuration and memory savings). The ranking is the same either way; false is for
+  /// the test that checks it.
+  bool share_costs = true;
   std::function<void(const PlanProgress&)> on_progress;  // called from the calling thread only
 };
 
