@@ -66,39 +66,45 @@ struct Candidate {
 
 enum class Status : std::uint8_t { Pending, Excluded, Survivor, Simulated };
 
-// Per-stage costs shared by layouts. A candidate's configuration is a function of its fields, so
-// candidates that differ only in schedule (1F1B, GPipe, ZB-H1, ZB-H2: the same stages) price alike:
-// the key is those fields and the shape's stages, and the cost is built once and read by every
-// thread. Candidates of one (tp, pp, cp, ep, etp) are enumerated together, so a bounded cache
-// (cleared when full) keeps the hits and the memory stays small.
-class CostCache {
+// What layouts share. A candidate's configuration is a function of its fields, so candidates that
+// differ only in schedule (1F1B, GPipe, ZB-H1, ZB-H2 on the same stages) have the same rules, memory
+// bound, throughput bound and per-stage costs: the key is those fields and the shape's stages, and a
+// value is computed once and read by every thread. Candidates of one (tp, pp, cp, ep, etp) are
+// enumerated together, so a bounded cache (cleared when full) keeps the hits and little memory.
+// Disabled (PlanRequest::share_costs = false), every value is computed afresh.
+template <typename Value>
+class LayoutCache {
  public:
-  using Cost = std::shared_ptr<const sim::AnalyticCost>;
+  explicit LayoutCache(bool enabled, std::size_t max_entries) : enabled_(enabled), max_entries_(max_entries) {}
 
-  explicit CostCache(bool enabled) : enabled_(enabled) {}
-
-  // `resolved`: the simulation's configuration (resolved), not the screen's; they are kept apart.
-  template <typename Build>
-  Cost get(const Candidate& c, bool resolved, const PipelineShape& shape, Build build) {
-    if (!enabled_) return build();
+  // `resolved`: a value of the simulation's (resolved) configuration, kept apart from the screen's.
+  template <typename Compute>
+  Value get(const Candidate& c, bool resolved, const PipelineShape& shape, Compute compute) {
+    if (!enabled_) return compute();
     const Key key{c.tp, c.pp, c.cp, c.ep, c.etp, c.dp, c.mbs, c.round, c.fsdp, c.aware, resolved,
                   shape.ranks, shape.stages, shape.chains, static_cast<int>(shape.placement)};
     {
       const std::lock_guard<std::mutex> lock(mutex_);
-      if (const auto it = costs_.find(key); it != costs_.end()) return it->second;
+      if (const auto it = values_.find(key); it != values_.end()) return it->second;
     }
-    Cost cost = build();  // outside the lock; two threads may build the same one, both identical
+    Value value = compute();  // outside the lock; two threads may compute the same one, identically
     const std::lock_guard<std::mutex> lock(mutex_);
-    if (costs_.size() >= kMaxEntries) costs_.clear();
-    return costs_.emplace(key, std::move(cost)).first->second;
+    if (values_.size() >= max_entries_) values_.clear();
+    return values_.emplace(key, std::move(value)).first->second;
   }
 
  private:
   using Key = std::tuple<int, int, int, int, int, int, int, int, int, bool, bool, int, int, int, int>;
-  static constexpr std::size_t kMaxEntries = 4096;
   bool enabled_;
+  std::size_t max_entries_;
   std::mutex mutex_;
-  std::map<Key, Cost> costs_;
+  std::map<Key, Value> values_;
+};
+
+// The screen's judgement of a candidate: the rule that excludes it, or (rule empty) its tokens/s/GPU bound.
+struct Verdict {
+  std::string rule;
+  double bound = 0;
 };
 
 // A shared AnalyticCost behind the CostModel interface simulate_config takes (make_cost).
@@ -130,7 +136,7 @@ std::vector<int> interleaved_vps(int pp, int layers) {
 
 class Search {
  public:
-  explicit Search(const PlanRequest& r) : r_(r), start_(Clock::now()), costs_(r.share_costs) {
+  explicit Search(const PlanRequest& r) : r_(r), start_(Clock::now()), verdicts_(r.share_costs, 1 << 16), costs_(r.share_costs, 4096) {
     if (r.gpus < 1) throw InputError("--gpus=" + std::to_string(r.gpus) + ": must be at least 1");
     if (r.gbs < 1) throw InputError("--gbs=" + std::to_string(r.gbs) + ": must be at least 1");
     if (r.seq_length < 0) throw InputError("--seq=" + std::to_string(r.seq_length) + ": must be positive");
@@ -318,25 +324,34 @@ class Search {
           const auto i = static_cast<std::size_t>(index);
           const Candidate& c = candidates_[i];
           const ShapeEntry& shape = shape_of(c);
-          ParallelConfig split = config_of(c);
-          if (shape.error.empty()) split.vp = shape.shape.stages_per_chain() / c.pp;
-          const ConfigCheck check = pipelab::check(split, r_.model, gpu_);
-          if (!check.ok()) return exclude(i, normalize_rule(check.errors.front().message));
-          for (const ConfigIssue& w : check.warnings) {
-            if (std::find(std::begin(kExcludingWarnings), std::end(kExcludingWarnings), w.rule) != std::end(kExcludingWarnings)) {
-              return exclude(i, normalize_rule(w.message));
-            }
-          }
-          if (!shape.error.empty()) return exclude(i, normalize_rule(shape.error));
-          const auto geometry = std::make_shared<const sim::LayerGeometry>(r_.model, split);
-          const sim::MemoryModel memory(geometry, shape.shape);
-          if (memory_bound(memory, shape.shape) > gpu_.usable_memory_bytes()) return exclude(i, bound_rule);
-          bound_[i] = throughput_bound(*costs_.get(c, false, shape.shape, [&] {
-            return std::make_shared<const sim::AnalyticCost>(geometry, gpu_, shape.shape);
-          }), shape.shape, split);
+          // The verdict is a function of the configuration and the stages, not of the schedule: the
+          // candidates that differ only in schedule share it (a schedule whose shape is an error is
+          // judged on its own, since the shape's error comes after the configuration's rules).
+          const Verdict v = shape.error.empty() ? verdicts_.get(c, false, shape.shape, [&] { return judge(c, shape, bound_rule); })
+                                                : judge(c, shape, bound_rule);
+          if (!v.rule.empty()) return exclude(i, v.rule);
+          bound_[i] = v.bound;
           status_[i] = Status::Survivor;
         },
         [&] { return out_of_time(); }, [&] { progress(); });
+  }
+
+  // A candidate's rules, then its memory lower bound, then its throughput bound.
+  Verdict judge(const Candidate& c, const ShapeEntry& shape, const std::string& bound_rule) const {
+    ParallelConfig split = config_of(c);
+    if (shape.error.empty()) split.vp = shape.shape.stages_per_chain() / c.pp;
+    const ConfigCheck check = pipelab::check(split, r_.model, gpu_);
+    if (!check.ok()) return {normalize_rule(check.errors.front().message)};
+    for (const ConfigIssue& w : check.warnings) {
+      if (std::find(std::begin(kExcludingWarnings), std::end(kExcludingWarnings), w.rule) != std::end(kExcludingWarnings)) {
+        return {normalize_rule(w.message)};
+      }
+    }
+    if (!shape.error.empty()) return {normalize_rule(shape.error)};
+    const auto geometry = std::make_shared<const sim::LayerGeometry>(r_.model, split);
+    const sim::MemoryModel memory(geometry, shape.shape);
+    if (memory_bound(memory, shape.shape) > gpu_.usable_memory_bytes()) return {bound_rule};
+    return {"", throughput_bound(sim::AnalyticCost(geometry, gpu_, shape.shape), shape.shape, split)};
   }
 
   // Every schedule runs each stage's forward at least once, holding its activations beside the
@@ -573,7 +588,8 @@ class Search {
   std::map<std::string, std::uint32_t> rule_ids_;
   std::vector<std::string> rules_;
   std::atomic<std::int64_t> done_{0};
-  CostCache costs_;
+  LayoutCache<Verdict> verdicts_;
+  LayoutCache<std::shared_ptr<const sim::AnalyticCost>> costs_;  // a few KB each: fewer kept
 };
 
 // ---- explanation ------------------------------------------------------------------------------
