@@ -19,6 +19,56 @@ Schedule with_ranks(const Schedule& s, std::vector<std::vector<Slot>> ranks) {
   return out;
 }
 
+// The round-robin replay the placing passes share: ranks in turn place their next action once its
+// prerequisites hold (in `mode`); a signal, once true, stays true, so a stall is a deadlock in list
+// order whatever the visiting order.
+class RoundRobinReplay {
+ public:
+  RoundRobinReplay(const Schedule& compute, CommMode mode)
+      : s_(compute), mode_(mode), index_(compute.shape), done_(index_.size(), 0), pos_(compute.ranks.size(), 0) {}
+
+  bool ready(const Action& a) const {
+    for (const SignalKey& k : prerequisites(a, s_.shape, mode_)) {
+      if (!done_[index_(k)]) return false;
+    }
+    return true;
+  }
+  void mark(const Action& a) {
+    for (const SignalKey& k : completions(a)) done_[index_(k)] = 1;
+  }
+  /// The first action at or after list position `from` on rank r (the list's size when none).
+  std::size_t next_action(std::size_t r, std::size_t from) const {
+    const auto& list = s_.ranks[r];
+    while (from < list.size() && !list[from]) ++from;
+    return from;
+  }
+  /// Visits the ranks in turn until every list is placed: `place(r, pos)` is called when rank r's
+  /// next action (at `pos`) is ready, and returns the position after what it placed. False on a stall.
+  template <typename Place>
+  bool run(Place place) {
+    for (;;) {
+      bool progressed = false, remaining = false;
+      for (std::size_t r = 0; r < pos_.size(); ++r) {
+        pos_[r] = next_action(r, pos_[r]);
+        if (pos_[r] >= s_.ranks[r].size()) continue;
+        remaining = true;
+        if (!ready(*s_.ranks[r][pos_[r]])) continue;
+        pos_[r] = place(r, pos_[r]);
+        progressed = true;
+      }
+      if (!remaining) return true;
+      if (!progressed) return false;
+    }
+  }
+
+ private:
+  const Schedule& s_;
+  CommMode mode_;
+  SignalIndex index_;
+  std::vector<char> done_;
+  std::vector<std::size_t> pos_;
+};
+
 }  // namespace
 
 Schedule add_send_recv(const Schedule& compute) {
@@ -27,24 +77,8 @@ Schedule add_send_recv(const Schedule& compute) {
   // a deadlock, and only then does the full validator run, for its report.
   require_valid(compute, ValidationScope::WithoutDeadlock);
   const PipelineShape& shape = compute.shape;
-  const SignalIndex index(shape);
-  std::vector<char> done(index.size(), 0);
-  const auto P = static_cast<std::size_t>(shape.ranks);
-  std::vector<std::vector<Slot>> out(P);
-  std::vector<std::size_t> pos(P, 0);
-
-  auto skip_idle = [&](std::size_t r) {
-    while (pos[r] < compute.ranks[r].size() && !compute.ranks[r][pos[r]]) ++pos[r];
-  };
-  auto ready = [&](const Action& a) {
-    for (const SignalKey& k : prerequisites(a, shape, CommMode::Explicit)) {
-      if (!done[index(k)]) return false;
-    }
-    return true;
-  };
-  auto mark = [&](const Action& a) {
-    for (const SignalKey& k : completions(a)) done[index(k)] = 1;
-  };
+  std::vector<std::vector<Slot>> out(static_cast<std::size_t>(shape.ranks));
+  RoundRobinReplay replay(compute, CommMode::Explicit);
   // Sends of one (half) action, and the matching receives on the peer ranks.
   auto add_comms = [&](std::size_t r, Op op, int stage, int mb) {
     const Op send_op = op == Op::F ? Op::SendF : (op == Op::B || op == Op::I) ? Op::SendB : Op::W;
@@ -52,37 +86,26 @@ Schedule add_send_recv(const Schedule& compute) {
     const Action send = Action::make(send_op, stage, mb);
     if (p2p_past_chain_end(send, shape) || !crosses_ranks(shape, stage, peer_stage(send))) return;
     out[r].emplace_back(send);
-    mark(send);
+    replay.mark(send);
     const Action recv = matching_p2p(send);
     out[static_cast<std::size_t>(shape.rank_of(recv.stage))].emplace_back(recv);
   };
-
-  for (;;) {
-    bool progressed = false, remaining = false;
-    for (std::size_t r = 0; r < P; ++r) {
-      skip_idle(r);
-      if (pos[r] >= compute.ranks[r].size()) continue;
-      remaining = true;
-      const Action& a = *compute.ranks[r][pos[r]];
-      if (!ready(a)) continue;
-      out[r].emplace_back(a);
-      mark(a);
-      if (a.op == Op::OverlapFB) {
-        add_comms(r, Op::F, a.stage, a.mb);
-        add_comms(r, Op::B, a.b_stage, a.b_mb);
-      } else {
-        add_comms(r, a.op, a.stage, a.mb);
-      }
-      ++pos[r];
-      progressed = true;
+  const bool placed = replay.run([&](std::size_t r, std::size_t pos) {
+    const Action& a = *compute.ranks[r][pos];
+    out[r].emplace_back(a);
+    replay.mark(a);
+    if (a.op == Op::OverlapFB) {
+      add_comms(r, Op::F, a.stage, a.mb);
+      add_comms(r, Op::B, a.b_stage, a.b_mb);
+    } else {
+      add_comms(r, a.op, a.stage, a.mb);
     }
-    if (!remaining) break;
-    if (!progressed) {
-      // A stall is a deadlock in list order, whatever order the ranks are visited in (a signal,
-      // once true, stays true): the validator's replay finds it too and reports it with the grid.
-      require_valid(compute);
-      throw ScheduleError("add_send_recv: schedule \"" + compute.name + "\" does not progress");
-    }
+    return pos + 1;
+  });
+  if (!placed) {
+    // The validator's replay finds the same deadlock and reports it with the grid.
+    require_valid(compute);
+    throw ScheduleError("add_send_recv: schedule \"" + compute.name + "\" does not progress");
   }
   return with_ranks(compute, std::move(out));
 }
@@ -90,52 +113,26 @@ Schedule add_send_recv(const Schedule& compute) {
 Schedule overlap_forward_backward(const Schedule& compute) {
   if (compute.has_comms()) throw ScheduleError("overlap_forward_backward: schedule \"" + compute.name + "\" already has send/recv actions");
   require_valid(compute);
-  const PipelineShape& shape = compute.shape;
-  const SignalIndex index(shape);
-  std::vector<char> done(index.size(), 0);
-  const auto P = static_cast<std::size_t>(shape.ranks);
-  std::vector<std::vector<Slot>> out(P);
-  std::vector<std::size_t> pos(P, 0);
-  auto next_action = [&](std::size_t r, std::size_t from) {
-    while (from < compute.ranks[r].size() && !compute.ranks[r][from]) ++from;
-    return from;
-  };
-  auto ready = [&](const Action& a) {
-    for (const SignalKey& k : prerequisites(a, shape, CommMode::Implicit)) {
-      if (!done[index(k)]) return false;
+  std::vector<std::vector<Slot>> out(compute.ranks.size());
+  RoundRobinReplay replay(compute, CommMode::Implicit);
+  const bool placed = replay.run([&](std::size_t r, std::size_t pos) {
+    const Action& a = *compute.ranks[r][pos];
+    const std::size_t after = replay.next_action(r, pos + 1);
+    const Action* b = after < compute.ranks[r].size() ? &*compute.ranks[r][after] : nullptr;
+    // A backward with the forward after it: the forward before it stays whole, so its output
+    // leaves before the unit (Megatron's extra warm-up forward) and the next rank need not wait.
+    // The forward must be ready before the backward runs (a unit never waits on its own halves).
+    const bool pair = a.op == Op::B && b && b->op == Op::F && b->mb != a.mb && replay.ready(*b);
+    replay.mark(a);
+    if (!pair) {
+      out[r].emplace_back(a);
+      return pos + 1;
     }
-    return true;
-  };
-  auto mark = [&](const Action& a) {
-    for (const SignalKey& k : completions(a)) done[index(k)] = 1;
-  };
-  for (;;) {
-    bool progressed = false, remaining = false;
-    for (std::size_t r = 0; r < P; ++r) {
-      pos[r] = next_action(r, pos[r]);
-      if (pos[r] >= compute.ranks[r].size()) continue;
-      remaining = true;
-      const Action& a = *compute.ranks[r][pos[r]];
-      if (!ready(a)) continue;
-      const std::size_t after = next_action(r, pos[r] + 1);
-      const Action* b = after < compute.ranks[r].size() ? &*compute.ranks[r][after] : nullptr;
-      // A backward with the forward after it: the forward before it stays whole, so its output
-      // leaves before the unit (Megatron's extra warm-up forward) and the next rank need not wait.
-      if (a.op == Op::B && b && b->op == Op::F && b->mb != a.mb && ready(*b)) {
-        out[r].emplace_back(Action::overlap(b->stage, b->mb, a.stage, a.mb));
-        mark(a);
-        mark(*b);
-        pos[r] = after + 1;
-      } else {
-        out[r].emplace_back(a);
-        mark(a);
-        ++pos[r];
-      }
-      progressed = true;
-    }
-    if (!remaining) break;
-    if (!progressed) throw ScheduleError("overlap_forward_backward: schedule \"" + compute.name + "\" does not progress");
-  }
+    out[r].emplace_back(Action::overlap(b->stage, b->mb, a.stage, a.mb));
+    replay.mark(*b);
+    return after + 1;
+  });
+  if (!placed) throw ScheduleError("overlap_forward_backward: schedule \"" + compute.name + "\" does not progress");
   return with_ranks(compute, std::move(out));
 }
 
