@@ -110,6 +110,10 @@ TEST(AnalyticCost, Fp8SpeedsUpOnlyTheLinearLayersAndPaysForQuantization) {
   EXPECT_GT(t.stage(1).f.elementwise_ns, df.elementwise_ns);            // current scaling reads twice
   EXPECT_GT(t.stage(1).i.elementwise_ns, d.stage(1).i.elementwise_ns);  // and so do the gradients
   EXPECT_GT(k.stage(1).f.gemm_ns, t.stage(1).f.gemm_ns);                // block-scaled GEMMs are slower
+  ParallelConfig mx = delayed;
+  mx.fp8_recipe = Fp8Recipe::kMxfp8;
+  // Dense middle stage: every GEMM of F is a linear layer's, so MXFP8's factor shows exactly (TE, B300).
+  EXPECT_NEAR(sim::AnalyticCost(m, gpu, mx, s.shape).stage(1).f.gemm_ns / t.stage(1).f.gemm_ns, 7.161 / 6.812, 1e-9);
   // End to end well under the 2x of the peaks: Megatron-Bridge's guide says 1.2-1.5x.
   const double speedup = b.stage(1).f.total_ns() / df.total_ns();
   EXPECT_GT(speedup, 1.2);
