@@ -81,7 +81,9 @@ void expect_megatron(const Parsed& p, const Layout& l, const std::string& what) 
   expect_core(got, want, what);
   EXPECT_EQ(got.expert_tp(), want.expert_tp()) << what;
   EXPECT_EQ(got.recompute, want.recompute) << what;
-  if (want.recompute == Recompute::kFull) EXPECT_EQ(got.recompute_num_layers, want.recompute_num_layers) << what;
+  if (want.recompute == Recompute::kFull) {
+    EXPECT_EQ(got.recompute_num_layers, want.recompute_num_layers) << what;
+  }
   EXPECT_EQ(got.fsdp, want.fsdp) << what;
   EXPECT_EQ(got.precision, want.precision) << what;
   EXPECT_EQ(got.sequence_parallel_enabled(), want.sequence_parallel_enabled()) << what;
@@ -142,10 +144,16 @@ void check_all(const Layout& l) {
   const Parsed am = parse(args);
   expect_core(am.resolved.config, l.config, "automodel:\n" + r.automodel_yaml);
   EXPECT_EQ(am.resolved.config.fsdp, l.config.fsdp == Fsdp::kNone ? Fsdp::kTorch : l.config.fsdp);
-  if (l.config.pp > 1 && !plan::pytorch_schedule_name(l.schedule).empty()) EXPECT_EQ(am.schedule, l.schedule) << r.automodel_yaml;
-  if (l.config.recompute != Recompute::kSelective) EXPECT_EQ(am.resolved.config.recompute, l.config.recompute);
+  if (l.config.pp > 1 && !plan::pytorch_schedule_name(l.schedule).empty()) {
+    EXPECT_EQ(am.schedule, l.schedule) << r.automodel_yaml;
+  }
+  if (l.config.recompute != Recompute::kSelective) {
+    EXPECT_EQ(am.resolved.config.recompute, l.config.recompute);
+  }
   const int parts_per_rank = static_cast<int>(l.stage_layers.size()) / l.config.pp;
-  if (r.automodel_yaml.find("layers_per_stage") != std::string::npos) EXPECT_EQ(am.resolved.config.vp, parts_per_rank);
+  if (r.automodel_yaml.find("layers_per_stage") != std::string::npos) {
+    EXPECT_EQ(am.resolved.config.vp, parts_per_rank);
+  }
 
   // torchtitan: toml++ reads it; the degrees multiply back to the GPUs.
   const toml::table t = toml::parse(r.torchtitan);
@@ -156,7 +164,9 @@ void check_all(const Layout& l) {
   EXPECT_EQ(par["context_parallel_degree"].value_or(0), l.config.cp);
   EXPECT_EQ(dp, l.config.dp);
   EXPECT_EQ(par["expert_parallel_degree"].value_or(1), l.config.ep);
-  if (model_preset(l.model).is_moe()) EXPECT_EQ(par["expert_tensor_parallel_degree"].value_or(0), l.config.expert_tp());
+  if (model_preset(l.model).is_moe()) {
+    EXPECT_EQ(par["expert_tensor_parallel_degree"].value_or(0), l.config.expert_tp());
+  }
   EXPECT_EQ(t["training"]["global_batch_size"].value_or(0), l.config.gbs);
   EXPECT_EQ(t["training"]["seq_len"].value_or(0), l.config.seq_length);
   if (l.config.pp > 1) {

@@ -79,8 +79,12 @@ TEST(CalibrationSet, RecipeLayoutsAreMegatrons) {
     if (run.model != "llama3.1-405b" && run.model != "deepseek-v3") continue;
     const sim::SimulationOutcome o = sim::simulate_config(sim::run_request(run, gpu_preset("h100-sxm")));
     // 405B with embedding and loss accounted: 126 layers as [1] + [2]*62 + [1] over PP8 x VP8.
-    if (run.model == "llama3.1-405b") EXPECT_EQ(o.pipeline_layout, "Et|(tt|)*62tL") << run.label();
-    if (run.model == "deepseek-v3") EXPECT_EQ(o.pipeline_layout, "Et|(tt|)*30mL") << run.label();
+    if (run.model == "llama3.1-405b") {
+      EXPECT_EQ(o.pipeline_layout, "Et|(tt|)*62tL") << run.label();
+    }
+    if (run.model == "deepseek-v3") {
+      EXPECT_EQ(o.pipeline_layout, "Et|(tt|)*30mL") << run.label();
+    }
   }
 }
 
