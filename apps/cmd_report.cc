@@ -22,7 +22,7 @@ struct ReportOptions {
 
 void add_report_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand(
-      "report", "Render result files (from simulate, compare, run) as HTML, Markdown, CSV or a Chrome/Perfetto trace");
+      "report", "Render result files (from simulate, compare, run, plan) as HTML, Markdown, CSV or a Chrome/Perfetto trace");
   auto o = std::make_shared<ReportOptions>();
   std::vector<std::string> formats = reports::format_names();
   formats.insert(formats.begin(), "auto");

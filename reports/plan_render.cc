@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "assets.h"
+#include "csv.h"
 #include "format.h"
 #include "html.h"
 #include "pipelab/reports/plan_result.h"
@@ -139,6 +140,54 @@ void pareto_svg(std::ostringstream& os, const PlanResult& r) {
 }
 
 }  // namespace
+
+std::string render_plan_markdown(const PlanResult& r) {
+  std::ostringstream os;
+  os << "# pipelab plan\n\n" << search_line(r) << "\n\n";
+  if (r.top.empty()) {
+    os << "No layout fits: see the exclusions below.\n\n";
+  } else {
+    std::string head = "|", rule = "|";
+    for (const Column& c : kColumns) {
+      head += " " + std::string(c.header) + (std::string_view(c.unit).empty() ? "" : " " + std::string(c.unit)) + " |";
+      rule += "---|";
+    }
+    os << head << "\n" << rule << "\n";
+    for (std::size_t i = 0; i < r.top.size(); ++i) {
+      std::string line = "|";
+      for (const std::string& cell : row_cells(i + 1, r.top[i])) line += " " + cell + " |";
+      os << line << "\n";
+    }
+    os << "\n";
+  }
+  os << "## Excluded (each layout once, under the first rule it breaks)\n\n| layouts | rule |\n|---|---|\n";
+  for (const auto& [rule, count] : exclusions(r)) os << "| " << with_commas(count) << " | " << rule << " |\n";
+  if (!r.why.empty()) {
+    os << "\n## Why #1 beats #2\n\n";
+    for (const std::string& line : r.why) os << "- " << line << "\n";
+  }
+  if (!r.top.empty()) {
+    os << "\n## Recipes for #1\n\nMegatron-LM:\n\n```\n" << r.recipes.megatron_lm << "```\n\nMegatron-Bridge:\n\n```\n"
+       << r.recipes.megatron_bridge << "```\n\nNeMo AutoModel:\n\n```yaml\n" << r.recipes.automodel_yaml
+       << "```\n\ntorchtitan:\n\n```toml\n" << r.recipes.torchtitan << "```\n";
+  }
+  return os.str();
+}
+
+std::string render_plan_csv(const PlanResult& r) {
+  std::ostringstream os;
+  for (std::size_t c = 0; c < std::size(kColumns); ++c) {
+    const std::string unit = std::string_view(kColumns[c].unit).empty() ? "" : " " + std::string(kColumns[c].unit);
+    os << (c ? "," : "") << csv_field(std::string(kColumns[c].header == std::string_view("#") ? "rank" : kColumns[c].header) + unit);
+  }
+  os << "\n";
+  for (std::size_t i = 0; i < r.top.size(); ++i) {
+    const std::vector<std::string> cells = row_cells(i + 1, r.top[i]);
+    for (std::size_t c = 0; c < cells.size(); ++c) os << (c ? "," : "") << csv_field(cells[c] == "-" ? "" : cells[c]);
+    os << "\n";
+  }
+  return os.str();
+}
 
 std::string render_plan_text(const PlanResult& r) {
   std::ostringstream os;

@@ -2,8 +2,12 @@
 #include "pipelab/reports/write.h"
 
 #include <map>
+#include <optional>
 
+#include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
+#include "pipelab/base/json_reader.h"
+#include "pipelab/reports/plan_result.h"
 
 namespace pipelab::reports {
 namespace {
@@ -51,9 +55,28 @@ void write_report(std::vector<ReportInput> inputs, const std::string& out_path, 
   write_report(inputs, out_path, f);
 }
 
+// A plan result (kind "plan") renders on its own: its tables, exclusions and recipes. It holds no
+// timeline; `pipelab plan --report` simulates the winner again to draw one.
+std::optional<PlanResult> plan_result_file(const std::string& path) {
+  const Result<nlohmann::json> document = parse_json_document(read_text_file(path, "result"));
+  if (!document || !document.value().is_object() || document.value().value("kind", "") != "plan") return std::nullopt;
+  return load_plan_result(document.value(), path);
+}
+
 void write_report_from_files(const std::vector<std::string>& paths, const std::string& out_path,
                              const std::string& format) {
   const Format f = format_for(format, out_path);
+  for (const std::string& path : paths) {
+    const std::optional<PlanResult> plan = plan_result_file(path);
+    if (!plan) continue;
+    if (paths.size() > 1) throw InputError(path + ": a plan result renders on its own, not beside other results");
+    switch (f) {
+      case Format::Html: return write_text_file(out_path, render_plan_html(*plan, nullptr), "report");
+      case Format::Markdown: return write_text_file(out_path, render_plan_markdown(*plan), "report");
+      case Format::SummaryCsv: return write_text_file(out_path, render_plan_csv(*plan), "report");
+      default: throw InputError(path + ": a plan result has no timeline (report it as .html, .md or .csv)");
+    }
+  }
   std::vector<ReportInput> inputs;
   inputs.reserve(paths.size());
   for (const std::string& path : paths) inputs.push_back(load_result_file(path));

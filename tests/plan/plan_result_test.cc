@@ -74,5 +74,24 @@ TEST(PlanResult, TextAndHtmlShowTheTableExclusionsAndRecipes) {
   EXPECT_NE(render_plan_text(empty).find("nothing fits: FAILED"), std::string::npos);
 }
 
+TEST(PlanResult, MarkdownAndCsvShowTheTopTable) {
+  const PlanResult r = sample();
+  const std::string md = render_plan_markdown(r);
+  EXPECT_NE(md.find("| 1 | interleaved-1f1b | 4 | 8 | 5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 12 | tp=N must divide num_query_groups=8 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- bubble 5.0% vs 6.0%"), std::string::npos);
+  EXPECT_NE(md.find("```toml\n[parallelism]"), std::string::npos);
+  const std::string csv = render_plan_csv(r);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "rank,schedule,tp,pp,vp,cp,ep,etp,dp,mbs,recompute,dp-shard,split,iteration (ms),bubble (%),TFLOP/s (/GPU),MFU (%),"
+            "tokens/s (/GPU),peak mem (GiB),exp. comm (ms)");
+  EXPECT_NE(csv.find("\n2,interleaved-1f1b,4,8,10,1,1,4,2,1,none,dist-opt,balanced,5000.0,5.0,700.5,35.0,1638,61.0,0.00\n"),
+            std::string::npos)
+      << csv;
+  PlanResult uniform = r;
+  uniform.top[0].summary.mfu.reset();  // no hardware figure: an empty cell
+  EXPECT_NE(render_plan_csv(uniform).find(",5.0,700.5,,1638,"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace pipelab::reports

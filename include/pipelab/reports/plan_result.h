@@ -82,6 +82,12 @@ void write_plan_file(const std::string& path, const PlanResult& result);
 /// why the winner wins, and the recipes.
 std::string render_plan_text(const PlanResult& result);
 
+/// For a pull request: the search line, the top table, exclusions, why the winner wins, the recipes.
+std::string render_plan_markdown(const PlanResult& result);
+
+/// The top table, one row per layout (rank first; unknown hardware figures empty).
+std::string render_plan_csv(const PlanResult& result);
+
 /// One self-contained page: the search, a Pareto scatter of tokens/s/GPU against peak memory for
 /// every evaluated layout coloured by schedule, the top table, the explanation, the recipes and,
 /// when `winner` holds the winner's simulation (a simulate result), its timeline.
