@@ -59,7 +59,10 @@ void write_report(std::vector<ReportInput> inputs, const std::string& out_path, 
 // timeline; `pipelab plan --report` simulates the winner again to draw one.
 std::optional<PlanResult> plan_result_file(const std::string& path) {
   const Result<nlohmann::json> document = parse_json_document(read_text_file(path, "result"));
-  if (!document || !document.value().is_object() || document.value().value("kind", "") != "plan") return std::nullopt;
+  // Anything else (not JSON, no kind, a kind that is not a string) is for load_result_file to name.
+  if (!document || !document.value().is_object()) return std::nullopt;
+  const auto kind = document.value().find("kind");
+  if (kind == document.value().end() || !kind->is_string() || *kind != "plan") return std::nullopt;
   return load_plan_result(document.value(), path);
 }
 
