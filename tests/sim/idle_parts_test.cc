@@ -148,6 +148,19 @@ TEST(IdleParts, OneFOneBTransfersAreExposedPpComm) {
   }
 }
 
+// Mixtral 8x7B on 32 GPUs: TP1 PP4 DP8 EP8, `vp` chunks per rank (0: the schedule's own).
+ParallelConfig mixtral_ep8(const ModelSpec& model, int vp) {
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = 4;
+  c.dp = 8;
+  c.ep = 8;
+  c.mbs = 1;
+  c.gbs = 128;
+  c.vp = vp;
+  return resolve(c, model);
+}
+
 // The analytic model's communication inside compute actions: TP with tp > 1, none at tp = 1,
 // and the units' parts never exceed their durations.
 TEST(InActionComm, AnalyticTpAndEpInsideActions) {
@@ -159,15 +172,7 @@ TEST(InActionComm, AnalyticTpAndEpInsideActions) {
   sim::SimulationRequest r;
   r.model = model_preset("mixtral-8x7b");
   r.gpu = gpu_preset("h100-sxm");
-  ParallelConfig c;
-  c.tp = 1;
-  c.pp = 4;
-  c.dp = 8;
-  c.ep = 8;
-  c.mbs = 1;
-  c.gbs = 128;
-  c.vp = 0;
-  r.config = resolve(c, r.model);
+  r.config = mixtral_ep8(r.model, 0);
   for (const char* schedule : {"1f1b", "dualpipev"}) {
     r.schedule = schedule;
     const sim::SimulationOutcome o = sim::simulate_config(r);
@@ -182,16 +187,8 @@ TEST(InActionComm, AnalyticTpAndEpInsideActions) {
 // An F&B unit counts as EP only what its other half's compute cannot hide: the parts plus the
 // halves' compute are the unit's duration.
 TEST(InActionComm, OverlappedUnitCountsOnlyExposedEp) {
-  ParallelConfig c;
   const ModelSpec model = model_preset("mixtral-8x7b");
-  c.tp = 1;
-  c.pp = 4;
-  c.dp = 8;
-  c.ep = 8;
-  c.mbs = 1;
-  c.gbs = 128;
-  c.vp = 2;
-  c = resolve(c, model);
+  const ParallelConfig c = mixtral_ep8(model, 2);
   const Schedule s = make_schedule("dualpipev", {4, 2, 8, 0});
   const sim::AnalyticCost cost(model, gpu_preset("h100-sxm"), c, s.shape);
   const Action unit = Action::overlap(1, 0, 6, 0);
