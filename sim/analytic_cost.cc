@@ -2,7 +2,9 @@
 #include "pipelab/sim/analytic_cost.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "pipelab/base/limits.h"
@@ -69,17 +71,26 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     fp8_flops_per_ns_ = gpu.peak_tflops(Precision::kFp8) * 1e3 * block_scaled;
     quantize_bytes_ = cfg.fp8_recipe == Fp8Recipe::kDelayed ? kQuantizeDelayedBytes : kQuantizeCurrentBytes;
   }
+  // A decoder layer's cost depends on the layer only through its kind (MoE or dense, windowed
+  // attention or not) and whether it is fully recomputed: each kind is costed once.
+  std::array<std::optional<StageCost>, 8> kinds;
+  const auto layer_cost = [&](int l, bool full) -> const StageCost& {
+    const ModelSpec& m = g.model();
+    std::optional<StageCost>& kind = kinds[(m.is_moe_layer(l) ? 4 : 0) + (m.is_window_attention_layer(l) ? 2 : 0) + (full ? 1 : 0)];
+    if (!kind) kind = StageCost{layer_pass(l, Pass::F, full), layer_pass(l, Pass::I, full), layer_pass(l, Pass::W, full)};
+    return *kind;
+  };
   for (const LayerRange& range : stage_layers(g.model(), cfg, shape)) {
     StageCost c;
     for (int i = 0; i < range.count; ++i) {
-      const int l = range.first + i;
       // Full recompute: every layer (uniform), or a chunk's first recompute_num_layers (block).
       const bool full = cfg.recompute == Recompute::kFull &&
                         (cfg.recompute_method == RecomputeMethod::kUniform || cfg.recompute_num_layers == 0 ||
                          i < cfg.recompute_num_layers);
-      c.f += layer_pass(l, Pass::F, full);
-      c.i += layer_pass(l, Pass::I, full);
-      c.w += layer_pass(l, Pass::W, full);
+      const StageCost& layer = layer_cost(range.first + i, full);
+      c.f += layer.f;
+      c.i += layer.i;
+      c.w += layer.w;
     }
     if (range.has_embedding) {
       c.f += embedding_pass(Pass::F);

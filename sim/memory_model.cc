@@ -2,6 +2,8 @@
 #include "pipelab/sim/memory_model.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <utility>
 
 #include "pipelab/sim/stage_layers.h"
@@ -17,10 +19,22 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
   const LayerGeometry& g = *geometry_;
   const ParallelConfig& c = g.config();
   const bool full = c.recompute == Recompute::kFull;
+  // A layer's bytes depend on the layer only through its kind (MoE or dense, windowed attention or
+  // not): each kind is sized once.
+  struct LayerBytes {
+    std::int64_t stored = 0, stash = 0;
+  };
+  std::array<std::optional<LayerBytes>, 4> kinds;
+  const auto layer_bytes = [&](int l) -> const LayerBytes& {
+    std::optional<LayerBytes>& kind = kinds[(g.model().is_moe_layer(l) ? 2 : 0) + (g.model().is_window_attention_layer(l) ? 1 : 0)];
+    if (!kind) kind = LayerBytes{stored_layer_bytes(l), layer_weight_stash_bytes(l)};
+    return *kind;
+  };
+  for (int l = 0; l < g.model().num_layers; ++l) largest_layer_params_ = std::max(largest_layer_params_, g.layer_params(l).total);
   for (const LayerRange& range : stage_layers(g.model(), c, shape)) {
     StageActivation act;
     for (int i = 0; i < range.count; ++i) {
-      const int l = range.first + i;
+      const LayerBytes& layer = layer_bytes(range.first + i);
       if (full && recomputed_in_full(i, range.count)) {
         // Only the input of the layer's recompute group is kept; I recomputes the group and must
         // keep the weight stash for W.
@@ -28,10 +42,10 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
           act.bytes += static_cast<std::int64_t>(g.hidden_state_bytes());
           act.freed_by_input_grad += static_cast<std::int64_t>(g.hidden_state_bytes());
         }
-        act.allocated_by_input_grad += layer_weight_stash_bytes(l);
+        act.allocated_by_input_grad += layer.stash;
       } else {
-        act.bytes += stored_layer_bytes(l);
-        act.freed_by_input_grad += stored_layer_bytes(l) - layer_weight_stash_bytes(l);
+        act.bytes += layer.stored;
+        act.freed_by_input_grad += layer.stored - layer.stash;
       }
     }
     if (range.has_loss || range.mtp_layers > 0) {
@@ -135,13 +149,13 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
 StaticMemory MemoryModel::static_memory(int rank) const {
   const LayerGeometry& g = *geometry_;
   const ParallelConfig& c = g.config();
-  double dense = 0, expert = 0, largest_layer = 0;
+  double dense = 0, expert = 0;
+  const auto largest_layer = static_cast<double>(largest_layer_params_);
   for (int s : shape_.stages_of_rank(rank)) {
     const GpuParams& p = params_[static_cast<std::size_t>(s)];
     dense += static_cast<double>(p.total - p.experts);
     expert += static_cast<double>(p.experts);
   }
-  for (int l = 0; l < g.model().num_layers; ++l) largest_layer = std::max(largest_layer, static_cast<double>(g.layer_params(l).total));
   // The data-parallel groups each state is sharded over: DP x CP for dense weights, the expert data
   // parallel ranks for experts; HSDP keeps num_distributed_optimizer_instances replicas of the shards.
   const double instances = c.num_distributed_optimizer_instances;

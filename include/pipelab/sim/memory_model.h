@@ -85,6 +85,7 @@ class MemoryModel {
   MemoryOptions options_;
   std::vector<StageActivation> stages_;
   std::vector<GpuParams> params_;  // per stage
+  std::int64_t largest_layer_params_ = 0;  // per GPU: what FSDP gathers at once
 };
 
 }  // namespace pipelab::sim
