@@ -387,6 +387,10 @@ class Search {
   // ---- 3. simulation ------------------------------------------------------------------------
   // schedule, pp, vp, microbatches, reduce (0 none, 1 overlapped, 2 at end), F&B merged (EP overlap)
   using ScheduleKey = std::tuple<int, int, int, int, int, bool>;
+  struct BuiltSchedule {
+    std::shared_ptr<const Schedule> lowered;
+    std::string error;
+  };
 
   sim::SimulationRequest request_of(const Candidate& c) const {
     sim::SimulationRequest q;
@@ -469,27 +473,14 @@ class Search {
         static_cast<std::int64_t>(batch.size()), threads_, 2,
         [&](std::int64_t t) {
           const std::size_t i = batch[static_cast<std::size_t>(t)];
-          sim::SimulationRequest q = request_of(candidates_[i]);
-          const auto found = schedules_built_.find(schedule_key(candidates_[i], q.config));
-          if (found == schedules_built_.end() || !found->second.lowered) {
-            if (found == schedules_built_.end() || found->second.error.empty()) return;  // not built: out of time
-            return exclude(i, normalize_rule(found->second.error));
-          }
-          q.lowered = found->second.lowered;
-          if (r_.share_costs) {
-            // The cost simulate_config would build (the resolved configuration, vp = the schedule's
-            // parts per rank), built once for every schedule with the same stages.
-            q.make_cost = [this, &c = candidates_[i], &q](const PipelineShape& shape) -> std::unique_ptr<sim::CostModel> {
-              return std::make_unique<SharedCost>(costs_.get(c, true, shape, [&] {
-                ParallelConfig split = q.config;
-                split.vp = shape.stages_per_chain() / split.pp;
-                return std::make_shared<const sim::AnalyticCost>(std::make_shared<const sim::LayerGeometry>(q.model, split), q.gpu, shape);
-              }));
-            };
+          const BuiltSchedule* built = built_schedule(i);
+          if (!built || !built->lowered) {
+            if (!built || built->error.empty()) return;  // not built: out of time
+            return exclude(i, normalize_rule(built->error));
           }
           sim::SimulationOutcome o;
           try {
-            o = sim::simulate_config(q);
+            o = simulate_candidate(i, built->lowered, /*timeline_metrics=*/false);
           } catch (const InputError& e) {
             return exclude(i, normalize_rule(e.what()));
           }
@@ -499,6 +490,32 @@ class Search {
           ++done_;
         },
         [&] { return out_of_time(); }, [&] { progress(); });
+  }
+
+  // Candidate i's schedule as built for the search; null when it was not (out of time).
+  const BuiltSchedule* built_schedule(std::size_t i) const {
+    const auto it = schedules_built_.find(schedule_key(candidates_[i], resolve(config_of(candidates_[i]), r_.model)));
+    return it == schedules_built_.end() ? nullptr : &it->second;
+  }
+
+  // Candidate i on its lowered schedule. The search ranks by throughput alone (timeline_metrics
+  // false); the top K are simulated again for their idle split and in-action communication.
+  sim::SimulationOutcome simulate_candidate(std::size_t i, std::shared_ptr<const Schedule> lowered, bool timeline_metrics) {
+    sim::SimulationRequest q = request_of(candidates_[i]);
+    q.lowered = std::move(lowered);
+    q.timeline_metrics = timeline_metrics;
+    if (r_.share_costs) {
+      // The cost simulate_config would build (the resolved configuration, vp = the schedule's
+      // parts per rank), built once for every schedule with the same stages.
+      q.make_cost = [this, &c = candidates_[i], &q](const PipelineShape& shape) -> std::unique_ptr<sim::CostModel> {
+        return std::make_unique<SharedCost>(costs_.get(c, true, shape, [&] {
+          ParallelConfig split = q.config;
+          split.vp = shape.stages_per_chain() / split.pp;
+          return std::make_shared<const sim::AnalyticCost>(std::make_shared<const sim::LayerGeometry>(q.model, split), q.gpu, shape);
+        }));
+      };
+    }
+    return sim::simulate_config(q);
   }
 
   PlanPoint to_point(const sim::SimulationOutcome& o, std::int64_t index) const {
@@ -544,8 +561,10 @@ class Search {
       out.top.push_back(p);
     }
     for (PlanPoint& p : out.top) {
+      const auto i = static_cast<std::size_t>(p.index);
+      p = to_point(simulate_candidate(i, built_schedule(i)->lowered, /*timeline_metrics=*/true), p.index);
       ParallelConfig split = p.config;
-      const ShapeEntry& shape = shape_of(candidates_[static_cast<std::size_t>(p.index)]);
+      const ShapeEntry& shape = shape_of(candidates_[i]);
       split.vp = shape.shape.stages_per_chain() / p.config.pp;
       p.stage_layers = layers_per_stage(split, r_.model);
     }
@@ -563,11 +582,6 @@ class Search {
     r_.on_progress({.done = done_.load(), .total = static_cast<std::int64_t>(candidates_.size()),
                     .elapsed_s = std::chrono::duration<double>(Clock::now() - start_).count()});
   }
-
-  struct BuiltSchedule {
-    std::shared_ptr<const Schedule> lowered;
-    std::string error;
-  };
 
   const PlanRequest& r_;
   Clock::time_point start_;

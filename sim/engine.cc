@@ -3,6 +3,7 @@
 // signal; a rank waits on at most one at a time) and is woken when the signal arrives.
 #include "pipelab/sim/engine.h"
 
+#include <algorithm>
 #include <queue>
 #include <string>
 
@@ -63,7 +64,9 @@ class Engine {
         ranks_(s.ranks.size()) {
     result_.timeline.ranks.resize(s.ranks.size());
     // Compute and send events of a rank, plus the receives its peers post to it: about its list.
-    for (std::size_t r = 0; r < s.ranks.size(); ++r) result_.timeline.ranks[r].reserve(s.ranks[r].size() + 8);
+    if (options.record_timeline) {
+      for (std::size_t r = 0; r < s.ranks.size(); ++r) result_.timeline.ranks[r].reserve(s.ranks[r].size() + 8);
+    }
     result_.memory.resize(s.ranks.size());
     result_.peak_activation_bytes.assign(s.ranks.size(), 0);
     if (!options.iteration_starts.empty()) {
@@ -145,6 +148,11 @@ class Engine {
 
   const std::vector<Slot>& list(int r) const { return s_.ranks[static_cast<std::size_t>(r)]; }
 
+  void record(int r, const TimelineEvent& e) {
+    result_.makespan_ns = std::max(result_.makespan_ns, e.end_ns);
+    if (options_.record_timeline) result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(e);
+  }
+
   // Runs zero-time posts and starts the next compute action of rank r, if it can start now.
   void advance(int r) {
     RankState& st = ranks_[static_cast<std::size_t>(r)];
@@ -173,7 +181,7 @@ class Engine {
         continue;
       }
       const std::int64_t end = checked_end(now_, checked_duration(cost_.duration_ns(r, a), r, a, "duration"), r, a);
-      result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(TimelineEvent{a, Stream::Compute, now_, end, 0, cost_.flops(a)});
+      record(r, TimelineEvent{a, Stream::Compute, now_, end, 0, cost_.flops(a)});
       allocate(r, a);
       st.busy = true;
       st.free_at = end;
@@ -201,8 +209,7 @@ class Engine {
       const std::int64_t start = std::max(now_, st.dp_link_free);
       st.dp_link_free = checked_end(start, checked_duration(cost_.reduce_grad_ns(r, a.stage), r, a, "reduction time"), r, a);
       if (st.dp_link_free > start) {
-        result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(
-            TimelineEvent{a, Stream::Collective, start, st.dp_link_free, cost_.reduce_grad_bytes(a.stage), 0});
+        record(r, TimelineEvent{a, Stream::Collective, start, st.dp_link_free, cost_.reduce_grad_bytes(a.stage), 0});
       }
       return;
     }
@@ -214,8 +221,8 @@ class Engine {
     const std::int64_t start = std::max(now_, st.link_free);
     const std::int64_t end = checked_end(start, checked_duration(cost_.p2p_ns(bytes, r, dst), r, a, "transfer time"), r, a);
     st.link_free = end;
-    result_.timeline.ranks[static_cast<std::size_t>(r)].push_back(TimelineEvent{a, Stream::Send, start, end, bytes, 0});
-    result_.timeline.ranks[static_cast<std::size_t>(dst)].push_back(TimelineEvent{recv, Stream::Recv, start, end, bytes, 0});
+    record(r, TimelineEvent{a, Stream::Send, start, end, bytes, 0});
+    record(dst, TimelineEvent{recv, Stream::Recv, start, end, bytes, 0});
     const std::size_t sig = index_(completions(a).items[0]);
     if (end == now_) {
       arrive(sig);
@@ -285,11 +292,13 @@ class Engine {
     if (delta == 0) return;
     RankState& st = ranks_[static_cast<std::size_t>(r)];
     st.held_bytes += delta;
-    auto& trace = result_.memory[static_cast<std::size_t>(r)];
-    if (!trace.empty() && trace.back().time_ns == now_) {
-      trace.back().bytes = st.held_bytes;
-    } else {
-      trace.push_back({now_, st.held_bytes});
+    if (options_.record_timeline) {
+      auto& trace = result_.memory[static_cast<std::size_t>(r)];
+      if (!trace.empty() && trace.back().time_ns == now_) {
+        trace.back().bytes = st.held_bytes;
+      } else {
+        trace.push_back({now_, st.held_bytes});
+      }
     }
     auto& peak = result_.peak_activation_bytes[static_cast<std::size_t>(r)];
     peak = std::max(peak, st.held_bytes);

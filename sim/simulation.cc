@@ -97,6 +97,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   }
 
   SimOptions options;
+  options.record_timeline = req.timeline_metrics;
   if (memory) options.activations = memory->stage_activations();
   if (req.iterations != 1) {
     const RepeatedSchedule repeated = repeat_iterations(run, req.iterations);
@@ -106,8 +107,12 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   } else {
     out.result = simulate(run, *cost, options);
   }
-  out.metrics = compute_metrics(out.result.timeline);
-  out.in_action_comm = mean_in_action_comm(out.result.timeline, *cost);
+  if (req.timeline_metrics) {
+    out.metrics = compute_metrics(out.result.timeline);
+    out.in_action_comm = mean_in_action_comm(out.result.timeline, *cost);
+  } else {
+    out.metrics.makespan_ns = out.result.makespan_ns;
+  }
 
   const std::int64_t gpus = static_cast<std::int64_t>(config.tp) * config.pp * config.cp * config.dp;
   out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, geometry->vocab_divisor());

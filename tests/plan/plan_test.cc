@@ -9,6 +9,7 @@
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/presets.h"
 #include "pipelab/schedules/registry.h"
+#include "pipelab/sim/simulation.h"
 
 namespace pipelab::plan {
 namespace {
@@ -180,6 +181,28 @@ TEST(Plan, SharedCostsGiveTheSameTopK) {
   }
   ASSERT_EQ(fresh.points.size(), shared.points.size());
   for (std::size_t i = 0; i < fresh.points.size(); ++i) EXPECT_EQ(fresh.points[i].makespan_ns, shared.points[i].makespan_ns);
+}
+
+TEST(Plan, TopLayoutsCarryTheFiguresSimulateGives) {
+  // The search ranks without timelines and simulates the top again for the idle split: those
+  // figures must be what `simulate` gives for the same layout.
+  PlanRequest r = small_request("llama3-8b", 16, 64, 4096);
+  r.schedules = {"1f1b", "zb-h1", "interleaved-1f1b"};
+  r.top_k = 4;
+  const PlanOutcome out = run_plan(r);
+  ASSERT_EQ(out.top.size(), 4u);
+  for (const PlanPoint& p : out.top) {
+    const sim::SimulationOutcome o = sim::simulate_config(point_request(r, p));
+    EXPECT_EQ(p.makespan_ns, o.metrics.makespan_ns);
+    EXPECT_EQ(p.bubble_ratio, o.metrics.bubble_ratio);
+    EXPECT_EQ(p.exposed_comm_ns, o.metrics.exposed_comm_ns);
+    EXPECT_EQ(p.idle.pipeline_bubble_ratio, o.metrics.pipeline_bubble_ratio);
+    EXPECT_EQ(p.idle.stage_imbalance, o.metrics.stage_imbalance);
+    EXPECT_EQ(p.idle.other_idle_ns, o.metrics.other_idle_ns);
+    EXPECT_EQ(p.in_action_comm.tp_ns, o.in_action_comm.tp_ns);
+    EXPECT_EQ(p.peak_memory_bytes, o.peak_memory_bytes);
+  }
+  EXPECT_GT(out.top.front().bubble_ratio, 0);  // PP > 1 wins here: there is idle time to report
 }
 
 TEST(Plan, BadInputIsAClearErrorOrAnHonestEmptyResult) {

@@ -1,6 +1,7 @@
 // Engine semantics: streams, communication on the critical path, determinism, deadlock reports.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <tuple>
 
 #include <nlohmann/json.hpp>
@@ -117,6 +118,32 @@ TEST(Engine, IsDeterministic) {
     const auto b = run_uniform(name, 4, 0, 16, t, true);
     EXPECT_EQ(timeline_to_json(a.timeline).dump(), timeline_to_json(b.timeline).dump()) << name;
     EXPECT_EQ(a.memory, b.memory);
+  }
+}
+
+TEST(Engine, WithoutATimelineTheFiguresAreTheSame) {
+  // A plan search ranks by the makespan and the peaks alone: they must not depend on recording.
+  sim::UniformTimes t;
+  t.f_ns = 120;
+  t.i_ns = 70;
+  t.w_ns = 50;
+  t.comm_ns = 15;
+  for (const char* name : {"1f1b", "interleaved-1f1b", "zb-h2", "zb-v", "dualpipev"}) {
+    const int vp = std::string(name) == "interleaved-1f1b" ? 2 : 0;
+    const Schedule s = add_send_recv(make_schedule(name, {4, vp, 8, 0}));
+    sim::SimOptions options;
+    for (int stage = 0; stage < s.shape.stages; ++stage) options.activations.push_back({100 + stage, 40});
+    const sim::SimResult full = sim::simulate(s, sim::UniformCost(t), options);
+    options.record_timeline = false;
+    const sim::SimResult lean = sim::simulate(s, sim::UniformCost(t), options);
+    EXPECT_EQ(lean.makespan_ns, full.timeline.makespan_ns()) << name;
+    EXPECT_EQ(full.makespan_ns, full.timeline.makespan_ns()) << name;
+    EXPECT_EQ(lean.peak_activation_bytes, full.peak_activation_bytes) << name;
+    EXPECT_EQ(lean.events, full.events) << name;
+    for (std::size_t r = 0; r < lean.timeline.ranks.size(); ++r) {
+      EXPECT_TRUE(lean.timeline.ranks[r].empty()) << name;
+      EXPECT_TRUE(lean.memory[r].empty()) << name;
+    }
   }
 }
 

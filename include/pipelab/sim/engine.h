@@ -47,11 +47,15 @@ struct SimOptions {
   std::vector<std::vector<std::size_t>> iteration_starts;
   OptimizerStep optimizer_step = OptimizerStep::Sync;
   std::int64_t optimizer_step_ns = 0;
+  /// False: no timeline and no memory trace are kept, only the makespan and the peaks (what a
+  /// plan search ranks by; the same figures, less time and memory).
+  bool record_timeline = true;
 };
 
 struct SimResult {
-  Timeline timeline;
-  std::vector<std::vector<MemorySample>> memory;   // per rank, a step function over time
+  Timeline timeline;                                // empty unless SimOptions::record_timeline
+  std::int64_t makespan_ns = 0;                     // the latest end of any event, recorded or not
+  std::vector<std::vector<MemorySample>> memory;   // per rank, a step function over time (when recorded)
   std::vector<std::int64_t> peak_activation_bytes;  // per rank
   std::uint64_t events = 0;                         // events processed (for benchmarks)
 };

@@ -51,6 +51,10 @@ struct SimulationRequest {
   /// (engine.h, OptimizerStep); throughput divides the makespan by `iterations`.
   int iterations = 1;
   OptimizerStep optimizer_step = OptimizerStep::Sync;
+  /// False: no timeline is kept and the outcome's metrics hold the makespan alone (throughput and
+  /// memory are complete; no idle split, per-rank figures or in-action communication). A plan
+  /// search ranks thousands of layouts by throughput and fills in the rest for the few it shows.
+  bool timeline_metrics = true;
 };
 
 struct SimulationOutcome {
