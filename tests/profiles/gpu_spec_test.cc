@@ -130,6 +130,24 @@ TEST(GpuSpec, Fp8GemmsUseTheirOwnCurveOrTheBf16One) {
   EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(3e10, Precision::kFp8), gpu.gemm_efficiency(3e10));
 }
 
+// Blackwell: one FP8 curve from published GEMM measurements (OpenXLA's B200 table, TE's B300 profile;
+// docs/profiles.md), read against each preset's own FP8 peak.
+TEST(GpuSpec, BlackwellPresetsShareOneMeasuredFp8Curve) {
+  const GpuSpec b200 = gpu_preset("b200");
+  ASSERT_FALSE(b200.fp8_gemm_efficiency_curve.empty());
+  for (const char* name : {"gb200", "b300", "gb300"}) {
+    EXPECT_EQ(gpu_preset(name).fp8_gemm_efficiency_curve, b200.fp8_gemm_efficiency_curve) << name;
+  }
+  // TE, B300, 5B shapes pre-quantized: 19.17 TFLOP per layer in 6.812 ms of FP8 current scaling.
+  EXPECT_NEAR(b200.gemm_efficiency(1e12, Precision::kFp8), 19.17e12 / 6.812e-3 / 4500e12, 0.005);
+  // XLA's B200 table: below ~4e9 FLOPs an FP8 GEMM is no faster than the BF16 curve's.
+  EXPECT_LT(b200.gemm_efficiency(2e9, Precision::kFp8) * b200.peak_fp8_tflops,
+            b200.gemm_efficiency(2e9, Precision::kBf16) * b200.peak_bf16_tflops);
+  for (double flops = 1e6; flops < 1e14; flops *= 1.5) {
+    EXPECT_LE(b200.gemm_efficiency(flops, Precision::kFp8), b200.gemm_efficiency(flops * 1.5, Precision::kFp8));
+  }
+}
+
 TEST(GpuSpecRules, ViolationsNameFieldAndRule) {
   GpuSpec gpu = two_point_gpu();
   gpu.gemm_efficiency_curve = {{1e11, 0.6}, {1e9, 1.5}};
