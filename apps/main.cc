@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "heap_pages.h"
 #include "pasted_args.h"
 #include "pipelab/base/error.h"
 
@@ -29,6 +30,7 @@ void print_pasted_notes(const ExpandedArgs& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pipelab::app::prefer_huge_heap_pages();
   CLI::App root{"pipelab: simulate, run and compare pipeline-parallel schedules for LLM training"};
   root.require_subcommand(1);
   root.set_help_all_flag("--help-all", "Print help for every subcommand");
