@@ -1,6 +1,7 @@
 // Lowering passes; see lowering.h.
 #include "pipelab/schedules/lowering.h"
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -77,17 +78,47 @@ Schedule add_send_recv(const Schedule& compute) {
   // a deadlock, and only then does the full validator run, for its report.
   require_valid(compute, ValidationScope::WithoutDeadlock);
   const PipelineShape& shape = compute.shape;
+  // The send of one (half) action, if its output goes to another rank.
+  auto send_of = [&](Op op, int stage, int mb) -> std::optional<Action> {
+    const Op send_op = op == Op::F ? Op::SendF : (op == Op::B || op == Op::I) ? Op::SendB : Op::W;
+    if (send_op == Op::W) return std::nullopt;
+    const Action send = Action::make(send_op, stage, mb);
+    if (p2p_past_chain_end(send, shape) || !crosses_ranks(shape, stage, peer_stage(send))) return std::nullopt;
+    return send;
+  };
+  // Each list sized once: its actions, their sends, and the receives of its peers' sends (a large
+  // schedule's lists are most of the lowering's memory traffic).
   std::vector<std::vector<Slot>> out(static_cast<std::size_t>(shape.ranks));
+  {
+    std::vector<std::size_t> sizes(out.size(), 0);
+    auto count = [&](std::size_t r, Op op, int stage, int mb) {
+      if (const auto send = send_of(op, stage, mb)) {
+        ++sizes[r];
+        ++sizes[static_cast<std::size_t>(shape.rank_of(matching_p2p(*send).stage))];
+      }
+    };
+    for (std::size_t r = 0; r < out.size() && r < compute.ranks.size(); ++r) {
+      for (const Slot& slot : compute.ranks[r]) {
+        ++sizes[r];
+        if (!slot) continue;
+        if (slot->op == Op::OverlapFB) {
+          count(r, Op::F, slot->stage, slot->mb);
+          count(r, Op::B, slot->b_stage, slot->b_mb);
+        } else {
+          count(r, slot->op, slot->stage, slot->mb);
+        }
+      }
+    }
+    for (std::size_t r = 0; r < out.size(); ++r) out[r].reserve(sizes[r]);
+  }
   RoundRobinReplay replay(compute, CommMode::Explicit);
   // Sends of one (half) action, and the matching receives on the peer ranks.
   auto add_comms = [&](std::size_t r, Op op, int stage, int mb) {
-    const Op send_op = op == Op::F ? Op::SendF : (op == Op::B || op == Op::I) ? Op::SendB : Op::W;
-    if (send_op == Op::W) return;
-    const Action send = Action::make(send_op, stage, mb);
-    if (p2p_past_chain_end(send, shape) || !crosses_ranks(shape, stage, peer_stage(send))) return;
-    out[r].emplace_back(send);
-    replay.mark(send);
-    const Action recv = matching_p2p(send);
+    const auto send = send_of(op, stage, mb);
+    if (!send) return;
+    out[r].emplace_back(*send);
+    replay.mark(*send);
+    const Action recv = matching_p2p(*send);
     out[static_cast<std::size_t>(shape.rank_of(recv.stage))].emplace_back(recv);
   };
   const bool placed = replay.run([&](std::size_t r, std::size_t pos) {

@@ -92,22 +92,24 @@ class Checker {
 
   // Checks one (stage, mb) reference of action `what` at (r, pos): both in range, the microbatch
   // flows through the stage's chain, and the stage is placed on rank r, whose list holds the action.
-  bool check_ref(int r, int pos, const std::string& what, int stage, int mb) {
+  // `a` is named in a diagnostic only: its text is built on failure.
+  bool check_ref(int r, int pos, const Action& a, int stage, int mb) {
+    const auto what = [&] { return cell(a); };
     if (stage < 0 || stage >= shape_.stages) {
-      add(r, pos, "range", what + ": stage " + std::to_string(stage) + " outside [0, " + std::to_string(shape_.stages) + ")");
+      add(r, pos, "range", what() + ": stage " + std::to_string(stage) + " outside [0, " + std::to_string(shape_.stages) + ")");
       return false;
     }
     if (mb < 0 || mb >= shape_.microbatches) {
-      add(r, pos, "range", what + ": microbatch " + std::to_string(mb) + " outside [0, " + std::to_string(shape_.microbatches) + ")");
+      add(r, pos, "range", what() + ": microbatch " + std::to_string(mb) + " outside [0, " + std::to_string(shape_.microbatches) + ")");
       return false;
     }
     if (shape_.chain_of_microbatch(mb) != shape_.chain_of_stage(stage)) {
-      add(r, pos, "range", what + ": microbatch " + std::to_string(mb) + " does not flow through stage " + std::to_string(stage) +
+      add(r, pos, "range", what() + ": microbatch " + std::to_string(mb) + " does not flow through stage " + std::to_string(stage) +
                                " (chain " + std::to_string(shape_.chain_of_stage(stage)) + ")");
       return false;
     }
     if (shape_.rank_of(stage) != r) {
-      add(r, pos, "placement", what + " runs on rank " + std::to_string(r) + " but stage " + std::to_string(stage) +
+      add(r, pos, "placement", what() + " runs on rank " + std::to_string(r) + " but stage " + std::to_string(stage) +
                                    " is placed on rank " + std::to_string(shape_.rank_of(stage)));
       return false;
     }
@@ -120,16 +122,15 @@ class Checker {
       for (int pos = 0; pos < static_cast<int>(list.size()); ++pos) {
         if (!list[static_cast<std::size_t>(pos)]) continue;
         const Action& a = *list[static_cast<std::size_t>(pos)];
-        const std::string what = cell(a);
         if (a.op == Op::OverlapFB) {
-          check_ref(r, pos, what, a.stage, a.mb);
-          check_ref(r, pos, what, a.b_stage, a.b_mb);
+          check_ref(r, pos, a, a.stage, a.mb);
+          check_ref(r, pos, a, a.b_stage, a.b_mb);
         } else if (a.op == Op::ReduceGrad) {
           // No microbatch: the stage must exist and live here.
-          check_ref(r, pos, what, a.stage, shape_.chain_of_stage(std::clamp(a.stage, 0, shape_.stages - 1)) *
+          check_ref(r, pos, a, a.stage, shape_.chain_of_stage(std::clamp(a.stage, 0, shape_.stages - 1)) *
                                                    shape_.microbatches_per_chain());
         } else {
-          check_ref(r, pos, what, a.stage, a.mb);
+          check_ref(r, pos, a, a.stage, a.mb);
         }
       }
     }
@@ -146,22 +147,22 @@ class Checker {
     };
     auto see = [&](int r, int pos, Op op, int st, int mb) {
       Count& c = at(st, mb);
-      const std::string what = cell(Action::make(op, st, mb));
+      const auto what = [&] { return cell(Action::make(op, st, mb)); };  // text only for a diagnostic
       switch (op) {
         case Op::F:
-          if (++c.f > 1) add(r, pos, "exactly-once", "duplicate forward " + what);
+          if (++c.f > 1) add(r, pos, "exactly-once", "duplicate forward " + what());
           break;
         case Op::B:
         case Op::I:
-          if (c.f == 0) add(r, pos, "order", what + " runs before its forward " + cell(Action::make(Op::F, st, mb)));
-          if (op == Op::B ? ++c.b + c.i > 1 : ++c.i + c.b > 1) add(r, pos, "exactly-once", "duplicate backward " + what);
+          if (c.f == 0) add(r, pos, "order", what() + " runs before its forward " + cell(Action::make(Op::F, st, mb)));
+          if (op == Op::B ? ++c.b + c.i > 1 : ++c.i + c.b > 1) add(r, pos, "exactly-once", "duplicate backward " + what());
           break;
         case Op::W:
           if (c.i == 0) {
-            add(r, pos, "order", what + " runs before its input-grad " + cell(Action::make(Op::I, st, mb)) +
+            add(r, pos, "order", what() + " runs before its input-grad " + cell(Action::make(Op::I, st, mb)) +
                                      (c.b ? " (the full backward already computed it)" : ""));
           }
-          if (++c.w > 1) add(r, pos, "exactly-once", "duplicate weight-grad " + what);
+          if (++c.w > 1) add(r, pos, "exactly-once", "duplicate weight-grad " + what());
           break;
         default: break;
       }
