@@ -480,7 +480,7 @@ class Search {
           }
           sim::SimulationOutcome o;
           try {
-            o = simulate_candidate(i, built->lowered, /*timeline_metrics=*/false);
+            o = simulate_candidate(i, built->lowered, /*ranking_only=*/true);
           } catch (const InputError& e) {
             return exclude(i, normalize_rule(e.what()));
           }
@@ -498,12 +498,12 @@ class Search {
     return it == schedules_built_.end() ? nullptr : &it->second;
   }
 
-  // Candidate i on its lowered schedule. The search ranks by throughput alone (timeline_metrics
-  // false); the top K are simulated again for their idle split and in-action communication.
-  sim::SimulationOutcome simulate_candidate(std::size_t i, std::shared_ptr<const Schedule> lowered, bool timeline_metrics) {
+  // Candidate i on its lowered schedule. The search ranks by throughput alone (ranking_only); the
+  // top K are simulated again in full for their idle split, in-action communication and layout.
+  sim::SimulationOutcome simulate_candidate(std::size_t i, std::shared_ptr<const Schedule> lowered, bool ranking_only) {
     sim::SimulationRequest q = request_of(candidates_[i]);
     q.lowered = std::move(lowered);
-    q.timeline_metrics = timeline_metrics;
+    q.ranking_only = ranking_only;
     if (r_.share_costs) {
       // The cost simulate_config would build (the resolved configuration, vp = the schedule's
       // parts per rank), built once for every schedule with the same stages.
@@ -562,7 +562,7 @@ class Search {
     }
     for (PlanPoint& p : out.top) {
       const auto i = static_cast<std::size_t>(p.index);
-      p = to_point(simulate_candidate(i, built_schedule(i)->lowered, /*timeline_metrics=*/true), p.index);
+      p = to_point(simulate_candidate(i, built_schedule(i)->lowered, /*ranking_only=*/false), p.index);
       ParallelConfig split = p.config;
       const ShapeEntry& shape = shape_of(candidates_[i]);
       split.vp = shape.shape.stages_per_chain() / p.config.pp;

@@ -79,7 +79,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   }
   config.vp = vp;
   out.config = config;
-  if (!uniform) out.pipeline_layout = resolve_pipeline_layout(split, req.model, shape.stages_per_chain()).layout.to_megatron();
+  if (!uniform && !req.ranking_only) out.pipeline_layout = resolve_pipeline_layout(split, req.model, shape.stages_per_chain()).layout.to_megatron();
 
   // One geometry for the cost and the memory model, so they size every tensor alike.
   const auto geometry = std::make_shared<const LayerGeometry>(req.model, split);
@@ -97,7 +97,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   }
 
   SimOptions options;
-  options.record_timeline = req.timeline_metrics;
+  options.record_timeline = !req.ranking_only;
   if (memory) options.activations = memory->stage_activations();
   if (req.iterations != 1) {
     const RepeatedSchedule repeated = repeat_iterations(run, req.iterations);
@@ -107,7 +107,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   } else {
     out.result = simulate(run, *cost, options);
   }
-  if (req.timeline_metrics) {
+  if (!req.ranking_only) {
     out.metrics = compute_metrics(out.result.timeline);
     out.in_action_comm = mean_in_action_comm(out.result.timeline, *cost);
   } else {

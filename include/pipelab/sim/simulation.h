@@ -51,10 +51,11 @@ struct SimulationRequest {
   /// (engine.h, OptimizerStep); throughput divides the makespan by `iterations`.
   int iterations = 1;
   OptimizerStep optimizer_step = OptimizerStep::Sync;
-  /// False: no timeline is kept and the outcome's metrics hold the makespan alone (throughput and
-  /// memory are complete; no idle split, per-rank figures or in-action communication). A plan
-  /// search ranks thousands of layouts by throughput and fills in the rest for the few it shows.
-  bool timeline_metrics = true;
+  /// True: the figures a ranking needs and nothing else. No timeline is kept; the outcome's metrics
+  /// hold the makespan alone and its pipeline_layout is empty (throughput and memory are complete;
+  /// no idle split, per-rank figures or in-action communication). A plan search ranks thousands of
+  /// layouts this way and simulates the few it shows again in full.
+  bool ranking_only = false;
 };
 
 struct SimulationOutcome {
