@@ -1,10 +1,16 @@
 // Writing result JSON (docs/formats.md): to_json, the inverse of load_result (result_load.cc).
 // Every number keeps its type (integers as integers, fractions as doubles) so a file written from
 // loaded structs is the file that was loaded.
+#include <algorithm>
 #include <cmath>
 #include <optional>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <tuple>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
@@ -41,12 +47,25 @@ json rank_json(const RankRow& r) {
   return j;
 }
 
+// Timelines a file writer streams (write_result_file) instead of holding them in the document: the
+// document holds a marker string in their place. Null: the timelines go into the document.
+using DeferredTimelines = std::vector<const Timeline*>;
+
+std::string timeline_marker(std::size_t k) { return "\u0001pipelab timeline " + std::to_string(k); }
+
 // {"summary", "ranks", "timeline"}, "memory" when the producer tracked it, "device_activity"
 // when a GPU run recorded it.
-json timeline_result_json(const TimelineResult& t) {
+json timeline_result_json(const TimelineResult& t, DeferredTimelines* deferred) {
   json ranks = json::array();
   for (const RankRow& r : t.ranks) ranks.push_back(rank_json(r));
-  json j = {{"summary", detail::summary_json(t.summary)}, {"ranks", std::move(ranks)}, {"timeline", timeline_to_json(t.timeline)}};
+  json timeline;
+  if (deferred != nullptr) {
+    timeline = timeline_marker(deferred->size());
+    deferred->push_back(&t.timeline);
+  } else {
+    timeline = timeline_to_json(t.timeline);
+  }
+  json j = {{"summary", detail::summary_json(t.summary)}, {"ranks", std::move(ranks)}, {"timeline", std::move(timeline)}};
   if (!t.memory.empty()) {
     json memory = json::array();
     for (const MemorySeries& m : t.memory) {
@@ -110,12 +129,14 @@ json detail::summary_json(const Summary& summary) {
   return j;
 }
 
-json to_json(const ReportInput& r) {
+namespace {
+
+json document(const ReportInput& r, DeferredTimelines* deferred) {
   json j = {{"format", std::string(kResultFormat)}, {"version", kResultVersion}, {"kind", r.kind}, {"config", r.config}};
   if (r.kind == "simulate") {
     const ScheduleResult& s = only_schedule(r);
     if (s.runs.size() != 1) throw InputError("a simulate result holds one timeline, this one " + std::to_string(s.runs.size()));
-    j.update(timeline_result_json(s.runs.front()));
+    j.update(timeline_result_json(s.runs.front(), deferred));
     write_simulated_extras(s, j);
   } else if (r.kind == "compare") {
     json results = json::array();
@@ -125,7 +146,7 @@ json to_json(const ReportInput& r) {
         continue;
       }
       if (s.runs.size() != 1) throw InputError("compare entry " + s.schedule + " holds " + std::to_string(s.runs.size()) + " timelines, not 1");
-      json entry = timeline_result_json(s.runs.front());
+      json entry = timeline_result_json(s.runs.front(), deferred);
       entry["schedule"] = s.schedule;
       entry["vp"] = s.vp;
       entry["warnings"] = s.warnings;
@@ -139,7 +160,7 @@ json to_json(const ReportInput& r) {
       if (t.source != "predicted" && t.source != "measured") {
         throw InputError("a run result holds a predicted and a measured timeline, not \"" + t.source + "\"");
       }
-      j[t.source] = timeline_result_json(t);
+      j[t.source] = timeline_result_json(t, deferred);
     }
     if (!s.comparison) throw InputError("a run result needs its comparison");
     j["comparison"] = comparison_json(*s.comparison);
@@ -150,8 +171,59 @@ json to_json(const ReportInput& r) {
   return j;
 }
 
+// A timeline as timeline_to_json(t).dump(1) would print it at `indent` spaces (the line of its key),
+// one event at a time: the same bytes without the document (about 2 KB per event in memory).
+void stream_timeline(std::ostream& os, const Timeline& t, std::size_t indent) {
+  const std::string event(indent + 1, ' '), field(indent + 2, ' ');
+  bool first = true;
+  for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    for (const TimelineEvent& e : t.ranks[r]) {
+      os << (first ? "[\n" : ",\n") << event << "{\n";
+      first = false;
+      // Keys in the document's (sorted) order; strings and doubles printed by the JSON library.
+      os << field << "\"action\": " << json(to_string(e.action)).dump() << ",\n"
+         << field << "\"bytes\": " << e.bytes << ",\n"
+         << field << "\"end_ns\": " << e.end_ns << ",\n"
+         << field << "\"flops\": " << json(e.flops).dump() << ",\n"
+         << field << "\"rank\": " << r << ",\n"
+         << field << "\"start_ns\": " << e.start_ns << ",\n"
+         << field << "\"stream\": " << json(std::string(stream_name(e.stream))).dump() << "\n"
+         << event << "}";
+    }
+  }
+  os << (first ? "[]" : "\n" + std::string(indent, ' ') + "]");
+}
+
+}  // namespace
+
+json to_json(const ReportInput& r) { return document(r, nullptr); }
+
 void write_result_file(const std::string& path, const ReportInput& result) {
-  write_text_file(path, to_json(result).dump(1) + "\n", "result");
+  // The document without its timelines, then the timelines streamed into their places: a large
+  // simulation's file is written without holding it as a JSON tree (docs/simulator.md, "Speed").
+  DeferredTimelines deferred;
+  const std::string text = document(result, &deferred).dump(1) + "\n";
+  // Each marker's place and length; the document's keys are sorted, so places need not follow k.
+  std::vector<std::tuple<std::size_t, std::size_t, const Timeline*>> places;
+  for (std::size_t k = 0; k < deferred.size(); ++k) {
+    const std::string marker = "\"timeline\": " + json(timeline_marker(k)).dump();
+    const std::size_t found = text.find(marker);
+    if (found == std::string::npos) throw std::logic_error("write_result_file: timeline " + std::to_string(k) + " has no place in the document");
+    places.emplace_back(found, marker.size(), deferred[k]);
+  }
+  std::sort(places.begin(), places.end());
+  write_file_streamed(path, "result", [&](std::ostream& os) {
+    std::size_t at = 0;
+    for (const auto& [found, length, timeline] : places) {
+      const std::size_t line = text.rfind('\n', found) + 1;
+      const std::size_t indent = found - line;
+      const std::size_t value = found + std::string_view("\"timeline\": ").size();
+      os.write(text.data() + at, static_cast<std::streamsize>(value - at));
+      stream_timeline(os, *timeline, indent);
+      at = found + length;
+    }
+    os.write(text.data() + at, static_cast<std::streamsize>(text.size() - at));
+  });
 }
 
 }  // namespace pipelab::reports

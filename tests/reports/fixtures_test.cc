@@ -187,6 +187,20 @@ INSTANTIATE_TEST_SUITE_P(Kinds, ResultFixture, ::testing::ValuesIn(kFixtures),
 
 // The idle split, the in-action communication and a null MFU survive the round trip, and the
 // null is written as JSON null (the key stays, so the schema does not change shape).
+TEST(WriteResultFile, StreamsTheTimelinesToTheBytesOfTheDocument) {
+  // write_result_file streams each timeline into its place in the document; the file must be the
+  // document to_json builds, byte for byte: fractional FLOPs, an empty timeline, several timelines.
+  ReportInput compare = compare_fixture();
+  ASSERT_GE(compare.schedules.size(), 2u);
+  compare.schedules[0].runs[0].timeline.ranks[0].front().flops = 1.0 / 3.0;
+  compare.schedules[1].runs[0].timeline.ranks.assign(2, {});  // no events
+  for (const ReportInput& in : {simulate_fixture(), compare, run_fixture()}) {
+    const std::string path = std::string(PIPELAB_BINARY_DIR) + "/test-artifacts/streamed-" + in.kind + ".json";
+    write_result_file(path, in);
+    EXPECT_EQ(testing::read_text(path), to_json(in).dump(1) + "\n") << in.kind;
+  }
+}
+
 TEST(ToJson, IdlePartsInActionCommAndNullHardwareFiguresRoundTrip) {
   ReportInput in = simulate_fixture();
   Summary& s = in.schedules[0].runs[0].summary;

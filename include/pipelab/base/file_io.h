@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -45,9 +46,11 @@ inline std::string read_text_file(const std::string& path, std::string_view what
   return text;
 }
 
-/// Writes `text` to `path`, creating its parent directories first; replaces an existing file.
-/// Throws InputError naming the path when a directory cannot be made or the write fails.
-inline void write_text_file(const std::string& path, std::string_view text, std::string_view what = "file") {
+/// Writes what `fill` puts into the stream to `path`, creating its parent directories first;
+/// replaces an existing file. For documents too large to build in memory first. Throws InputError
+/// naming the path when a directory cannot be made or the write fails.
+template <class Fill>
+void write_file_streamed(const std::string& path, std::string_view what, Fill&& fill) {
   const std::filesystem::path p(path);
   if (p.has_parent_path()) {
     std::error_code ec;
@@ -56,9 +59,15 @@ inline void write_text_file(const std::string& path, std::string_view text, std:
   }
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   if (!out) throw InputError("cannot write " + std::string(what) + " '" + path + "'");
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  fill(static_cast<std::ostream&>(out));
   out.flush();
   if (!out) throw InputError("cannot write " + std::string(what) + " '" + path + "' (disk full?)");
+}
+
+/// Writes `text` to `path`, creating its parent directories first; replaces an existing file.
+/// Throws InputError naming the path when a directory cannot be made or the write fails.
+inline void write_text_file(const std::string& path, std::string_view text, std::string_view what = "file") {
+  write_file_streamed(path, what, [&](std::ostream& out) { out.write(text.data(), static_cast<std::streamsize>(text.size())); });
 }
 
 }  // namespace pipelab
