@@ -1,6 +1,7 @@
 // Chrome trace event format (JSON object form), readable by Perfetto and chrome://tracing: one
 // complete ("X") event per timeline event, pid = rank (offset per timeline), tid = stream.
 #include <algorithm>
+#include <ostream>
 #include <sstream>
 
 #include "table_model.h"
@@ -16,7 +17,30 @@ constexpr int kNumStreams = static_cast<int>(Stream::Collective) + 1;
 constexpr int kDeviceTid = kNumStreams;
 using namespace detail;
 
+namespace {
+
+// One timeline event as emit(json) would print it (keys sorted), written without building the
+// object: a large timeline's trace is mostly these.
+void write_action_event(std::ostream& os, const TimelineEvent& e, std::int64_t pid) {
+  os << "{\"args\":{";
+  if (e.action.op == Op::OverlapFB) os << "\"b_microbatch\":" << e.action.b_mb << ",\"b_stage\":" << e.action.b_stage << ",";
+  os << "\"bytes\":" << e.bytes << ",\"end_ns\":" << e.end_ns << ",\"flops\":" << json(e.flops).dump()
+     << ",\"microbatch\":" << e.action.mb << ",\"stage\":" << e.action.stage << ",\"start_ns\":" << e.start_ns << "}"
+     << ",\"cat\":" << json(std::string(op_name(e.action.op))).dump()
+     << ",\"dur\":" << json(static_cast<double>(e.end_ns - e.start_ns) / 1e3).dump()
+     << ",\"name\":" << json(to_string(e.action)).dump() << ",\"ph\":\"X\",\"pid\":" << pid
+     << ",\"tid\":" << static_cast<int>(e.stream) << ",\"ts\":" << json(static_cast<double>(e.start_ns) / 1e3).dump() << "}";
+}
+
+}  // namespace
+
 std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
+  std::ostringstream os;
+  write_chrome_trace(os, inputs);
+  return os.str();
+}
+
+void write_chrome_trace(std::ostream& os, const std::vector<ReportInput>& inputs) {
   struct Block {
     const ReportInput* input;
     const ScheduleResult* schedule;
@@ -29,7 +53,6 @@ std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
     max_ranks = std::max(max_ranks, run.timeline.ranks.size());
   });
   const std::size_t stride = (max_ranks / 1000 + 1) * 1000;
-  std::ostringstream os;
   os << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"pipelab report\",\"pid_stride\":" << stride
      << "},\"traceEvents\":[";
   bool first = true;
@@ -58,20 +81,9 @@ std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
         emit({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
       }
       for (const TimelineEvent& e : t.ranks[r]) {
-        json args = {{"stage", e.action.stage}, {"microbatch", e.action.mb}, {"bytes", e.bytes}, {"flops", e.flops},
-                     {"start_ns", e.start_ns}, {"end_ns", e.end_ns}};
-        if (e.action.op == Op::OverlapFB) {
-          args["b_stage"] = e.action.b_stage;
-          args["b_microbatch"] = e.action.b_mb;
-        }
-        emit({{"name", to_string(e.action)},
-              {"cat", std::string(op_name(e.action.op))},
-              {"ph", "X"},
-              {"pid", pid},
-              {"tid", static_cast<int>(e.stream)},
-              {"ts", static_cast<double>(e.start_ns) / 1e3},
-              {"dur", static_cast<double>(e.end_ns - e.start_ns) / 1e3},
-              {"args", std::move(args)}});
+        os << (first ? "\n" : ",\n");
+        first = false;
+        write_action_event(os, e, pid);
       }
       bool named = false;
       for (const DeviceActivity& a : bl.run->device_activity) {
@@ -93,7 +105,6 @@ std::string render_chrome_trace(const std::vector<ReportInput>& inputs) {
     }
   }
   os << "\n]}\n";
-  return os.str();
 }
 
 }  // namespace pipelab::reports

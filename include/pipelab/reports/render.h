@@ -3,6 +3,7 @@
 // result files. Output is deterministic: the same inputs give byte-identical text.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,8 @@ std::string render_timeline_csv(const std::vector<ReportInput>& inputs);
 /// largest rank count); tid = the stream: 0 compute, 1 send, 2 recv, 3 collective (DP gradient
 /// reduction).
 std::string render_chrome_trace(const std::vector<ReportInput>& inputs);
+/// The same trace written to `os` as it is made (a large timeline's trace is not held in memory).
+void write_chrome_trace(std::ostream& os, const std::vector<ReportInput>& inputs);
 
 /// The terminal summary of `simulate` and `compare`, nccl-tests style: a header and a units row, a
 /// line per timeline (a failed schedule's error where it was asked for), then the best fitting
