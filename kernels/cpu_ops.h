@@ -2,8 +2,6 @@
 // the counter-based RNG behind every synthetic tensor, and size checks that throw InputError.
 #pragma once
 
-#include <cblas.h>
-
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -18,17 +16,11 @@ namespace pipelab::kernels::detail {
 
 /// Row-major C(M, N) = alpha * op(A)(M, K) @ op(B)(K, N) + beta * C, with leading dimensions given
 /// in elements (so strided column blocks, e.g. one head of a (T, 3H) QKV matrix, need no copy).
-inline void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
-                 int lda, const float* b, int ldb, float beta, float* c, int ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-
-inline void gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a,
-                 int lda, const double* b, int ldb, double beta, double* c, int ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
+/// OpenBLAS, opened on first use (blas.cc); InputError when it cannot be loaded.
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+          float beta, float* c, int ldc);
+void gemm(bool trans_a, bool trans_b, int m, int n, int k, double alpha, const double* a, int lda, const double* b, int ldb,
+          double beta, double* c, int ldc);
 
 // ---------------------------------------------------------------------------------------------
 // RNG: splitmix64, a pure function of (seed, stream, index) so tensors are reproducible bit for bit.
