@@ -19,7 +19,8 @@ reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o, bool
                                .exposed_tp_comm_ns = std::llround(o.in_action_comm.tp_ns),
                                .exposed_ep_comm_ns = std::llround(o.in_action_comm.ep_ns),
                                .exposed_cp_comm_ns = std::llround(o.in_action_comm.cp_ns),
-                               .exposed_fsdp_comm_ns = std::llround(o.in_action_comm.fsdp_ns)};
+                               .exposed_fsdp_comm_ns = std::llround(o.in_action_comm.fsdp_ns),
+                               .optimizer_step_ns = o.optimizer_step_ns};
   for (const sim::StaticMemory& m : o.static_memory) {
     facts.static_memory_bytes.push_back(m.total());
     facts.static_parts.push_back({m.params_bytes, m.grads_bytes, m.optimizer_bytes, m.comm_buffers_bytes});

@@ -118,6 +118,7 @@ class SharedCost final : public sim::CostModel {
   std::int64_t reduce_grad_bytes(int stage) const override { return cost_->reduce_grad_bytes(stage); }
   std::int64_t reduce_grad_ns(int rank, int stage) const override { return cost_->reduce_grad_ns(rank, stage); }
   sim::InActionComm in_action_comm(int rank, const Action& a) const override { return cost_->in_action_comm(rank, a); }
+  std::int64_t optimizer_step_ns(double params) const override { return cost_->optimizer_step_ns(params); }
 
  private:
   std::shared_ptr<const sim::AnalyticCost> cost_;
@@ -529,6 +530,7 @@ class Search {
     p.idle = o.metrics;
     p.idle.ranks.clear();
     p.in_action_comm = o.in_action_comm;
+    p.optimizer_step_ns = o.optimizer_step_ns;
     p.throughput = o.throughput;
     p.model_flops = o.model_flops;
     p.tokens_per_iteration = o.tokens_per_iteration;

@@ -27,8 +27,9 @@ struct Field {
 };
 
 // In the order the loader checks them (the first problem is the one reported).
-// The idle split and in-action communication came later: older files lack them (read as 0).
-inline constexpr std::array<Field<Summary>, 20> kSummaryFields{{
+// The idle split, in-action communication and optimizer step came later: older files lack them
+// (read as 0).
+inline constexpr std::array<Field<Summary>, 21> kSummaryFields{{
     {"makespan_ns", &Summary::makespan_ns},
     {"bubble_ratio", &Summary::bubble_ratio},
     {"tflops_per_gpu", &Summary::tflops_per_gpu},
@@ -49,6 +50,7 @@ inline constexpr std::array<Field<Summary>, 20> kSummaryFields{{
     {"exposed_ep_comm_ns", &Summary::exposed_ep_comm_ns, false},
     {"exposed_cp_comm_ns", &Summary::exposed_cp_comm_ns, false},
     {"exposed_fsdp_comm_ns", &Summary::exposed_fsdp_comm_ns, false},
+    {"optimizer_step_ns", &Summary::optimizer_step_ns, false},
 }};
 
 // The memory columns may be absent (a backend that does not track memory), and so may `flops`.

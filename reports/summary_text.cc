@@ -63,6 +63,7 @@ std::string idle_breakdown(const Summary& m) {
   if (m.exposed_ep_comm_ns > 0) out += ", EP " + ms(m.exposed_ep_comm_ns);
   if (m.exposed_cp_comm_ns > 0) out += ", CP " + ms(m.exposed_cp_comm_ns);
   if (m.exposed_fsdp_comm_ns > 0) out += ", FSDP " + ms(m.exposed_fsdp_comm_ns);
+  if (m.optimizer_step_ns > 0) out += "; then the optimizer step " + ms(m.optimizer_step_ns);
   return out;
 }
 

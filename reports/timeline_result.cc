@@ -34,6 +34,7 @@ TimelineResult make_timeline_result(TimelineFacts facts, const TimelineMetrics& 
   s.exposed_ep_comm_ns = facts.exposed_ep_comm_ns;
   s.exposed_cp_comm_ns = facts.exposed_cp_comm_ns;
   s.exposed_fsdp_comm_ns = facts.exposed_fsdp_comm_ns;
+  s.optimizer_step_ns = facts.optimizer_step_ns;
   s.memory_capacity_bytes = facts.memory_capacity_bytes;
   s.model_flops = facts.model_flops;
   s.tokens_per_iteration = facts.tokens_per_iteration;

@@ -157,6 +157,20 @@ double AnalyticCost::tp_overlap_exposed_ns(double comm_ns, double gemm_ns) const
   return chunk + overlapped - gemm_ns;
 }
 
+std::int64_t AnalyticCost::optimizer_step_ns(double params) const {
+  // Megatron's step over its fp32 main parameters (Adam as Apex/TE multi-tensor kernels), per
+  // parameter: the gradient-norm pass for clipping reads the gradient; Adam reads the gradient and
+  // reads and writes the fp32 main weight and both moments (bf16 moments with the precision-aware
+  // optimizer); the updated weight is copied to the bf16 model weight (read 4, write 2); the gradient
+  // buffer is zeroed for the next iteration. About 10 FLOPs against 36-42 bytes: bandwidth-bound on
+  // every GPU here, so the FLOPs are not counted.
+  const ParallelConfig& c = geometry_->config();
+  const double grad = c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes;
+  const double moments = c.use_precision_aware_optimizer ? 2 * (kBf16Bytes + kBf16Bytes) : 2 * (kFp32Bytes + kFp32Bytes);
+  const double bytes = grad + (grad + 2 * kFp32Bytes + moments) + (kFp32Bytes + kBf16Bytes) + grad;
+  return limits::saturated_ns(memory_ns(params * bytes));
+}
+
 double AnalyticCost::memory_ns(double bytes) const {
   return bytes / (gpu_.hbm_bandwidth_gbps * gpu_.memory_bandwidth_efficiency);  // GB/s = bytes/ns
 }

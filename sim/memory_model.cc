@@ -146,26 +146,37 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
   return std::min(stash, stored_layer_bytes(layer));
 }
 
-StaticMemory MemoryModel::static_memory(int rank) const {
-  const LayerGeometry& g = *geometry_;
-  const ParallelConfig& c = g.config();
-  double dense = 0, expert = 0;
-  const auto largest_layer = static_cast<double>(largest_layer_params_);
+MemoryModel::RankParams MemoryModel::rank_params(int rank) const {
+  const ParallelConfig& c = geometry_->config();
+  RankParams p;
   for (int s : shape_.stages_of_rank(rank)) {
-    const GpuParams& p = params_[static_cast<std::size_t>(s)];
-    dense += static_cast<double>(p.total - p.experts);
-    expert += static_cast<double>(p.experts);
+    const GpuParams& stage = params_[static_cast<std::size_t>(s)];
+    p.dense += static_cast<double>(stage.total - stage.experts);
+    p.expert += static_cast<double>(stage.experts);
   }
   // The data-parallel groups each state is sharded over: DP x CP for dense weights, the expert data
   // parallel ranks for experts; HSDP keeps num_distributed_optimizer_instances replicas of the shards.
   const double instances = c.num_distributed_optimizer_instances;
-  const double dense_group = std::max(1.0, static_cast<double>(c.dp) * c.cp / instances);
-  const double expert_group = std::max(1.0, static_cast<double>(c.expert_dp()) / instances);
+  p.dense_group = std::max(1.0, static_cast<double>(c.dp) * c.cp / instances);
+  p.expert_group = std::max(1.0, static_cast<double>(c.expert_dp()) / instances);
+  return p;
+}
+
+double MemoryModel::optimizer_params(int rank) const {
+  const ParallelConfig& c = geometry_->config();
+  return rank_params(rank).held(c.sharding() != Sharding::kNoShard) * (1.0 - c.optimizer_offload_fraction);
+}
+
+StaticMemory MemoryModel::static_memory(int rank) const {
+  const LayerGeometry& g = *geometry_;
+  const ParallelConfig& c = g.config();
+  const auto largest_layer = static_cast<double>(largest_layer_params_);
+  const RankParams params = rank_params(rank);
   const Sharding sharding = c.sharding();
   const bool shard_params = sharding == Sharding::kOptimGradsParams;
   const bool shard_grads = shard_params || sharding == Sharding::kOptimGrads;
   const bool shard_optimizer = sharding != Sharding::kNoShard;
-  auto sharded = [&](bool on) { return on ? dense / dense_group + expert / expert_group : dense + expert; };
+  auto sharded = [&](bool on) { return params.held(on); };
 
   StaticMemory out;
   // Weights: bf16, or the FP8 copy the all-gather moves (--fp8-param-gather).

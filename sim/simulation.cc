@@ -98,7 +98,13 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
 
   SimOptions options;
   options.record_timeline = !req.ranking_only;
-  if (memory) options.activations = memory->stage_activations();
+  if (memory) {
+    options.activations = memory->stage_activations();
+    // Megatron steps every rank after a global sync (the gradient norm for clipping): the rank with
+    // the most parameters to update sets the step.
+    for (int r = 0; r < shape.ranks; ++r) out.optimizer_step_ns = std::max(out.optimizer_step_ns, cost->optimizer_step_ns(memory->optimizer_params(r)));
+    options.optimizer_step_ns = out.optimizer_step_ns;
+  }
   if (req.iterations != 1) {
     const RepeatedSchedule repeated = repeat_iterations(run, req.iterations);
     options.iteration_starts = repeated.iteration_starts;
@@ -117,7 +123,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   const std::int64_t gpus = static_cast<std::int64_t>(config.tp) * config.pp * config.cp * config.dp;
   out.model_flops = megatron_model_flops(req.model, config.gbs, config.seq_length, geometry->vocab_divisor());
   out.tokens_per_iteration = static_cast<std::int64_t>(config.gbs) * config.seq_length;
-  out.throughput = compute_throughput(out.metrics.makespan_ns / req.iterations, out.model_flops, out.tokens_per_iteration, gpus,
+  out.throughput = compute_throughput((out.metrics.makespan_ns + out.optimizer_step_ns) / req.iterations, out.model_flops, out.tokens_per_iteration, gpus,
                                       req.gpu.peak_bf16_tflops);  // MFU against the BF16 dense peak, as NVIDIA and Megatron report it
   out.memory_capacity_bytes = req.gpu.usable_memory_bytes();
   for (int r = 0; r < config.pp; ++r) {

@@ -238,6 +238,43 @@ TEST(AnalyticCost, DataParallelReductionAppearsWhenDpIsAboveOne) {
   EXPECT_EQ(collectives(four), 2);  // one REDUCE_GRAD per stage
 }
 
+TEST(AnalyticCost, OptimizerStepIsItsBytesOverMemoryBandwidthByHand) {
+  // Per parameter: grad-norm read g, Adam g + 2x4 (fp32 weight) + 2x(4+4) (moments), copy to bf16
+  // 4 + 2, zeroing g: 3g + 30 bytes; bf16 moments (precision-aware optimizer) save 8.
+  const ModelSpec m = model_preset("llama3-8b");
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  ParallelConfig c = layout(m, 1, 2, 1, 1, 8);
+  const PipelineShape shape = make_schedule("1f1b", {2, 1, 8, 0}).shape;
+  const double bytes_per_ns = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;
+  auto step = [&](const ParallelConfig& cfg) { return sim::AnalyticCost(m, gpu, cfg, shape).optimizer_step_ns(1e9); };
+  c.grad_reduce_in_fp32 = true;
+  EXPECT_NEAR(static_cast<double>(step(c)), 1e9 * 42 / bytes_per_ns, 1.0);
+  c.grad_reduce_in_fp32 = false;
+  EXPECT_NEAR(static_cast<double>(step(c)), 1e9 * 36 / bytes_per_ns, 1.0);
+  c.use_precision_aware_optimizer = true;
+  EXPECT_NEAR(static_cast<double>(step(c)), 1e9 * 28 / bytes_per_ns, 1.0);
+}
+
+TEST(Simulation, TheOptimizerStepIsShardedAndCountsInTheThroughput) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig one = layout(m, 1, 2, 1, 1, 8), eight = layout(m, 1, 2, 8, 1, 64);
+  const auto a = run("llama3-8b", "1f1b", one), b = run("llama3-8b", "1f1b", eight);
+  ASSERT_GT(a.optimizer_step_ns, 0);
+  // The distributed optimizer shards the step over the data-parallel ranks.
+  EXPECT_NEAR(static_cast<double>(b.optimizer_step_ns), a.optimizer_step_ns / 8.0, 2.0);
+  // The iteration the throughput divides by is the pipeline's makespan, then the step.
+  const double seconds = static_cast<double>(a.metrics.makespan_ns + a.optimizer_step_ns) * 1e-9;
+  EXPECT_DOUBLE_EQ(a.throughput.tokens_per_s_per_gpu, static_cast<double>(a.tokens_per_iteration) / seconds / 2);
+  // Uniform costs time no optimizer.
+  sim::SimulationRequest r;
+  r.model = m;
+  r.gpu = gpu_preset("h100-sxm");
+  r.config = one;
+  r.schedule = "1f1b";
+  r.cost_model = sim::CostModelKind::Uniform;
+  EXPECT_EQ(sim::simulate_config(r).optimizer_step_ns, 0);
+}
+
 TEST(Simulation, ConfigRulesAreErrorsNamingTheRule) {
   const ModelSpec m = model_preset("llama3-70b");
   ParallelConfig c = layout(m, 16, 2, 1, 1, 8);

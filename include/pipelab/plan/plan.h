@@ -69,6 +69,7 @@ struct PlanPoint {
   std::int64_t exposed_comm_ns = 0;  // P2P not hidden by compute, mean over ranks
   TimelineMetrics idle;              // the simulated metrics, for the idle split (ranks dropped)
   sim::InActionComm in_action_comm;  // mean over ranks
+  std::int64_t optimizer_step_ns = 0;  // after the pipeline; in the throughput
   Throughput throughput;
   double model_flops = 0;
   std::int64_t tokens_per_iteration = 0;

@@ -50,6 +50,8 @@ struct Summary {
   std::int64_t exposed_ep_comm_ns = 0;
   std::int64_t exposed_cp_comm_ns = 0;
   std::int64_t exposed_fsdp_comm_ns = 0;
+  // The optimizer step after the pipeline (0 when not modelled); the iteration is makespan + step.
+  std::int64_t optimizer_step_ns = 0;
 
   /// Largest entry of peak_memory_bytes (0 when empty): a selection, not a computation.
   std::int64_t max_peak_memory_bytes() const;

@@ -33,6 +33,7 @@ struct TimelineFacts {
   std::int64_t exposed_ep_comm_ns = 0;
   std::int64_t exposed_cp_comm_ns = 0;
   std::int64_t exposed_fsdp_comm_ns = 0;
+  std::int64_t optimizer_step_ns = 0;  // after the pipeline (0 when not modelled)
 };
 
 /// The result's view of one timeline: the summary from `metrics` and `throughput` (computed by the

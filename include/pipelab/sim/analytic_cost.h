@@ -73,6 +73,9 @@ class AnalyticCost final : public CostModel {
   /// F, B, I, W: the pass's TP, EP, exposed CP and FSDP time; an F&B unit: both halves' TP, CP and
   /// FSDP, and as EP whatever else overlap_ns adds to the halves' compute (the EP it cannot hide).
   InActionComm in_action_comm(int rank, const Action& a) const override;
+  /// Adam on the GPU is memory-bound: the bytes it moves per parameter over HBM (docs/simulator.md,
+  /// "Optimizer step").
+  std::int64_t optimizer_step_ns(double params) const override;
 
   const StageCost& stage(int s) const { return stages_[static_cast<std::size_t>(s)]; }
   /// F&B unit of (f_stage, b_stage): both halves' TP and CP traffic, and four overlapped phases

@@ -43,6 +43,9 @@ class CostModel {
   /// The exposed communication inside compute action `a` on `rank`, by kind. Zero for models that
   /// do not split an action's time (uniform, profiled).
   virtual InActionComm in_action_comm(int /*rank*/, const Action& /*a*/) const { return {}; }
+  /// The optimizer step on one GPU that updates `params` parameters (its shard of them), in ns.
+  /// Zero for models that do not time it (uniform, profiled: the runtime runs no optimizer).
+  virtual std::int64_t optimizer_step_ns(double /*params*/) const { return 0; }
 };
 
 }  // namespace pipelab::sim

@@ -70,6 +70,9 @@ class MemoryModel {
   const std::vector<StageActivation>& stage_activations() const { return stages_; }
   /// Weights, gradients and optimizer state of the stages a pipeline rank holds.
   StaticMemory static_memory(int rank) const;
+  /// Parameters the optimizer of pipeline rank `rank` updates on the GPU: its stages' weights,
+  /// sharded as the optimizer state is (distributed optimizer, FSDP), less the offloaded share.
+  double optimizer_params(int rank) const;
 
  private:
   /// Full recompute: whether the layer at `index_in_chunk` of a chunk of `layers_in_chunk` is
@@ -77,6 +80,13 @@ class MemoryModel {
   /// group's input (uniform groups of recompute_num_layers).
   bool recomputed_in_full(int index_in_chunk, int layers_in_chunk) const;
   bool keeps_group_input(int index_in_chunk) const;
+  /// Rank `rank`'s stages' parameters on one GPU, dense and expert, and the data-parallel groups a
+  /// sharded state divides them by.
+  struct RankParams {
+    double dense = 0, expert = 0, dense_group = 1, expert_group = 1;
+    double held(bool sharded) const { return sharded ? dense / dense_group + expert / expert_group : dense + expert; }
+  };
+  RankParams rank_params(int rank) const;
   /// What a layer keeps when it is not recomputed in full (selective recompute applied).
   std::int64_t stored_layer_bytes(int layer) const;
 

@@ -73,6 +73,10 @@ struct SimulationOutcome {
   /// Mean over ranks of the communication inside the rank's compute actions (the cost model's
   /// in_action_comm summed over its timeline).
   InActionComm in_action_comm;
+  /// The optimizer step after the pipeline (the cost model's, for the rank with the most to update;
+  /// 0 under uniform or profiled costs). The throughput's iteration time is makespan + this step
+  /// (--iterations N: the N-1 steps between iterations are in the makespan, the last one is added).
+  std::int64_t optimizer_step_ns = 0;
   double model_flops = 0;
   std::int64_t tokens_per_iteration = 0;
   std::vector<StaticMemory> static_memory;      // per rank
