@@ -154,6 +154,24 @@ TEST(GpuSpec, BlackwellPresetsShareOneMeasuredFp8Curve) {
   }
 }
 
+// Blackwell: one BF16 curve from the same measurements (XLA's B200 table, BF16 rows; TE's B300 profile,
+// BF16; docs/profiles.md), read against each preset's own BF16 peak.
+TEST(GpuSpec, BlackwellPresetsShareOneMeasuredBf16Curve) {
+  const GpuSpec b200 = gpu_preset("b200");
+  for (const char* name : {"gb200", "b300", "gb300"}) {
+    EXPECT_EQ(gpu_preset(name).gemm_efficiency_curve, b200.gemm_efficiency_curve) << name;
+  }
+  // TE, B300, 5B shapes: 19.17 TFLOP per layer in 13.102 ms of BF16.
+  EXPECT_NEAR(b200.gemm_efficiency(1e12), 19.17e12 / 13.102e-3 / 2250e12, 0.005);
+  // XLA's B200 table, median over the shapes of one FLOP count: 2^30 (43 shapes) and 2^37 (10 shapes).
+  EXPECT_NEAR(b200.gemm_efficiency(std::ldexp(1.0, 30)), 0.0715, 0.001);
+  EXPECT_NEAR(b200.gemm_efficiency(std::ldexp(1.0, 37)), 0.627, 0.001);
+  for (double flops = 1e6; flops < 1e14; flops *= 1.5) {
+    EXPECT_LE(b200.gemm_efficiency(flops), b200.gemm_efficiency(flops * 1.5));
+    EXPECT_LE(b200.gemm_efficiency(flops), 1.0);
+  }
+}
+
 TEST(GpuSpecRules, ViolationsNameFieldAndRule) {
   GpuSpec gpu = two_point_gpu();
   gpu.gemm_efficiency_curve = {{1e11, 0.6}, {1e9, 1.5}};
