@@ -33,7 +33,8 @@ TEST(GpuEfficiency, InterpolatesLogLinearlyAndClamps) {
   EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(1e15), 0.6);
 }
 
-TEST(GpuEfficiency, PresetCurvesRiseToSeventyToEightyPercent) {
+// Large GEMMs: 0.65 measured on Blackwell (TE's B300 BF16 profile), 0.70-0.80 estimated elsewhere.
+TEST(GpuEfficiency, PresetCurvesRiseToSixtyToEightyPercent) {
   for (const auto& name : gpu_preset_names()) {
     const GpuSpec gpu = gpu_preset(name);
     double previous = 0;
@@ -43,7 +44,7 @@ TEST(GpuEfficiency, PresetCurvesRiseToSeventyToEightyPercent) {
       previous = e;
     }
     EXPECT_LT(gpu.gemm_efficiency(1e7), 0.05) << name;  // tiny GEMMs are latency-bound
-    EXPECT_GE(gpu.gemm_efficiency(1e13), 0.7) << name;
+    EXPECT_GE(gpu.gemm_efficiency(1e13), 0.6) << name;
     EXPECT_LE(gpu.gemm_efficiency(1e13), 0.8) << name;
   }
 }
@@ -140,11 +141,34 @@ TEST(GpuSpec, BlackwellPresetsShareOneMeasuredFp8Curve) {
   }
   // TE, B300, 5B shapes pre-quantized: 19.17 TFLOP per layer in 6.812 ms of FP8 current scaling.
   EXPECT_NEAR(b200.gemm_efficiency(1e12, Precision::kFp8), 19.17e12 / 6.812e-3 / 4500e12, 0.005);
-  // XLA's B200 table: below ~4e9 FLOPs an FP8 GEMM is no faster than the BF16 curve's.
-  EXPECT_LT(b200.gemm_efficiency(2e9, Precision::kFp8) * b200.peak_fp8_tflops,
-            b200.gemm_efficiency(2e9, Precision::kBf16) * b200.peak_bf16_tflops);
+  // XLA's B200 table: below ~4e9 FLOPs an FP8 GEMM is at most ~1.1x as fast as a BF16 one of the same size.
+  const auto fp8_over_bf16 = [&](double flops) {
+    return b200.gemm_efficiency(flops, Precision::kFp8) * b200.peak_fp8_tflops /
+           (b200.gemm_efficiency(flops, Precision::kBf16) * b200.peak_bf16_tflops);
+  };
+  EXPECT_LT(fp8_over_bf16(2e9), 1.12);
+  // TE, B300, the same 5B layer: 13.102 ms in BF16 against 6.812 ms in FP8.
+  EXPECT_NEAR(fp8_over_bf16(1e12), 13.102 / 6.812, 0.02);
   for (double flops = 1e6; flops < 1e14; flops *= 1.5) {
     EXPECT_LE(b200.gemm_efficiency(flops, Precision::kFp8), b200.gemm_efficiency(flops * 1.5, Precision::kFp8));
+  }
+}
+
+// Blackwell: one BF16 curve from the same measurements (XLA's B200 table, BF16 rows; TE's B300 profile,
+// BF16; docs/profiles.md), read against each preset's own BF16 peak.
+TEST(GpuSpec, BlackwellPresetsShareOneMeasuredBf16Curve) {
+  const GpuSpec b200 = gpu_preset("b200");
+  for (const char* name : {"gb200", "b300", "gb300"}) {
+    EXPECT_EQ(gpu_preset(name).gemm_efficiency_curve, b200.gemm_efficiency_curve) << name;
+  }
+  // TE, B300, 5B shapes: 19.17 TFLOP per layer in 13.102 ms of BF16.
+  EXPECT_NEAR(b200.gemm_efficiency(1e12), 19.17e12 / 13.102e-3 / 2250e12, 0.005);
+  // XLA's B200 table, median over the shapes of one FLOP count: 2^30 (43 shapes) and 2^37 (10 shapes).
+  EXPECT_NEAR(b200.gemm_efficiency(std::ldexp(1.0, 30)), 0.0715, 0.001);
+  EXPECT_NEAR(b200.gemm_efficiency(std::ldexp(1.0, 37)), 0.627, 0.001);
+  for (double flops = 1e6; flops < 1e14; flops *= 1.5) {
+    EXPECT_LE(b200.gemm_efficiency(flops), b200.gemm_efficiency(flops * 1.5));
+    EXPECT_LE(b200.gemm_efficiency(flops), 1.0);
   }
 }
 
