@@ -5,15 +5,17 @@
 #include "pipelab/kernels/blas.h"
 
 #include <cblas.h>
-#include <dlfcn.h>
 
 #include <string>
 
 #include "cpu_ops.h"
+#include "shared_library.h"
 #include "pipelab/base/error.h"
 
 namespace pipelab::kernels {
 namespace {
+
+using detail::SharedLibrary;
 
 // Their types are taken from cblas.h's declarations, so a mismatch with the header is a compile error.
 struct BlasApi {
@@ -24,27 +26,16 @@ struct BlasApi {
   std::string error;  // why loading failed; empty once loaded
 };
 
-template <typename Fn>
-void resolve(void* lib, const char* name, Fn& fn, std::string& error) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (fn == nullptr && error.empty()) error = std::string("OpenBLAS has no ") + name;
-}
-
 // The library found at configure time, then the soname on the loader's path.
 BlasApi load() {
   BlasApi api;
-  void* lib = dlopen(PIPELAB_BLAS_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    api.error = std::string("cannot load OpenBLAS (" PIPELAB_BLAS_PATH " or libopenblas.so.0): ") + (why ? why : "dlopen failed");
-    return api;
-  }
-  resolve(lib, "cblas_sgemm", api.sgemm, api.error);
-  resolve(lib, "cblas_dgemm", api.dgemm, api.error);
-  resolve(lib, "openblas_set_num_threads", api.set_threads, api.error);
-  resolve(lib, "openblas_get_num_threads", api.get_threads, api.error);
-  return api;  // the library stays open for the life of the process
+  SharedLibrary lib("OpenBLAS", {PIPELAB_BLAS_PATH, "libopenblas.so.0"});
+  lib.resolve("cblas_sgemm", api.sgemm);
+  lib.resolve("cblas_dgemm", api.dgemm);
+  lib.resolve("openblas_set_num_threads", api.set_threads);
+  lib.resolve("openblas_get_num_threads", api.get_threads);
+  api.error = lib.error();
+  return api;
 }
 
 const BlasApi& api() {

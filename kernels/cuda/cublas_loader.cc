@@ -4,11 +4,11 @@
 // `pipelab` process, including the simulator commands that never touch a GPU (docs/simulator.md,
 // "Speed"). The compiler checks each definition against the declaration in cublas_api.h.
 #include <cublas_v2.h>
-#include <dlfcn.h>
 
 #include <mutex>
 #include <string>
 
+#include "../shared_library.h"
 #include "pipelab/base/error.h"
 
 namespace {
@@ -37,29 +37,18 @@ struct CublasApi {
   std::string error;  // why loading failed; empty once loaded
 };
 
-template <typename Fn>
-void resolve(void* lib, const char* name, Fn& fn, std::string& error) {
-  fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (fn == nullptr && error.empty()) error = std::string("libcublas has no ") + name;
-}
-
 // Opens the toolkit's libcublas found at configure time, then the soname on the loader's path.
 CublasApi load() {
   CublasApi api;
-  void* lib = dlopen(PIPELAB_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) lib = dlopen(PIPELAB_CUBLAS_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    api.error = std::string("cannot load cuBLAS (") + PIPELAB_CUBLAS_SONAME + "): " + (why ? why : "dlopen failed");
-    return api;
-  }
-  resolve(lib, "cublasCreate_v2", api.create, api.error);
-  resolve(lib, "cublasDestroy_v2", api.destroy, api.error);
-  resolve(lib, "cublasSetStream_v2", api.set_stream, api.error);
-  resolve(lib, "cublasGetStatusName", api.status_name, api.error);
-  resolve(lib, "cublasGetStatusString", api.status_string, api.error);
-  resolve(lib, "cublasGemmEx", api.gemm_ex, api.error);
-  resolve(lib, "cublasGemmStridedBatchedEx", api.gemm_strided_batched_ex, api.error);
+  pipelab::kernels::detail::SharedLibrary lib("cuBLAS", {PIPELAB_CUBLAS_PATH, PIPELAB_CUBLAS_SONAME});
+  lib.resolve("cublasCreate_v2", api.create);
+  lib.resolve("cublasDestroy_v2", api.destroy);
+  lib.resolve("cublasSetStream_v2", api.set_stream);
+  lib.resolve("cublasGetStatusName", api.status_name);
+  lib.resolve("cublasGetStatusString", api.status_string);
+  lib.resolve("cublasGemmEx", api.gemm_ex);
+  lib.resolve("cublasGemmStridedBatchedEx", api.gemm_strided_batched_ex);
+  api.error = lib.error();
   return api;  // the library stays open for the life of the process
 }
 
