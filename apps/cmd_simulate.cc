@@ -17,14 +17,41 @@
 namespace pipelab::app {
 namespace {
 
+// --iterations and --optimizer-step, the same for simulate and compare.
+struct IterationFlags {
+  int iterations = 1;
+  std::string optimizer_step = "sync";
+
+  void add_to(CLI::App* cmd) {
+    cmd->add_option("--iterations", iterations, "Consecutive iterations, with the optimizer step between them")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    cmd->add_option("--optimizer-step", optimizer_step,
+                    "sync (all ranks finish, then step) | overlap (each rank steps and goes on, as zero-bubble's post-validation)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"sync", "overlap"}));
+  }
+  void apply(sim::SimulationRequest& request) const {
+    request.iterations = iterations;
+    request.optimizer_step = optimizer_step == "overlap" ? sim::OptimizerStep::Overlap : sim::OptimizerStep::Sync;
+  }
+  // A line for the terminal and the result's config, when more than one iteration is simulated.
+  void describe(std::ostream& os, nlohmann::json& config) const {
+    if (iterations == 1) return;
+    os << "# " << iterations << " iterations, optimizer step " << optimizer_step
+       << ": times and idle cover all of them; throughput uses (makespan + the last optimizer step) / " << iterations << "\n";
+    config["iterations"] = iterations;
+    config["optimizer_step"] = optimizer_step;
+  }
+};
+
 struct SimulateOptions {
   ConfigFlags config;
   std::string schedule = "1f1b";
   std::string json_out;
   std::string trace_out;
   std::string report_out;
-  int iterations = 1;
-  std::string optimizer_step = "sync";
+  IterationFlags iterations;
 };
 
 struct CompareOptions {
@@ -32,6 +59,7 @@ struct CompareOptions {
   std::string schedules = "1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,dualpipe,dualpipev";
   std::string json_out;
   std::string report_out;
+  IterationFlags iterations;
 };
 
 void print_config_line(std::ostream& os, const ResolvedConfig& r) {
@@ -59,32 +87,18 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--json", o->json_out, "Write the result JSON here");
   cmd->add_option("--trace", o->trace_out, "Write a Chrome/Perfetto trace here");
   cmd->add_option("--report", o->report_out, "Write a report here (.html, .md, .csv)");
-  cmd->add_option("--iterations", o->iterations, "Consecutive iterations, with the optimizer step between them")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--optimizer-step", o->optimizer_step,
-                  "sync (all ranks finish, then step) | overlap (each rank steps and goes on, as zero-bubble's post-validation)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"sync", "overlap"}));
+  o->iterations.add_to(cmd);
   cmd->callback([o, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(o->config);
     sim::SimulationRequest request = make_request(o->config, resolved, o->schedule);
-    request.iterations = o->iterations;
-    request.optimizer_step = o->optimizer_step == "overlap" ? sim::OptimizerStep::Overlap : sim::OptimizerStep::Sync;
+    o->iterations.apply(request);
     const sim::SimulationOutcome outcome = sim::simulate_config(request);
     print_config_line(std::cout, resolved);
-    if (o->iterations > 1) {
-      std::cout << "# " << o->iterations << " iterations, optimizer step " << o->optimizer_step
-                << ": times and idle cover all of them; throughput uses makespan / " << o->iterations << "\n";
-    }
+    nlohmann::json config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost);
+    o->iterations.describe(std::cout, config);
     for (const auto& w : outcome.warnings) std::cerr << "pipelab: warning: " << w << "\n";
     // The timeline goes into the result only when a file will hold it (docs/cli.md, "simulate").
     const bool files = !o->json_out.empty() || !o->trace_out.empty() || !o->report_out.empty();
-    nlohmann::json config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost);
-    if (o->iterations > 1) {
-      config["iterations"] = o->iterations;
-      config["optimizer_step"] = o->optimizer_step;
-    }
     const reports::ReportInput result = simulate_result(std::move(config), outcome, advice_if_oom(request, outcome), files);
     std::cout << reports::render_summary_text({result});
     if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);
@@ -101,6 +115,7 @@ void add_compare_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--schedules", o->schedules, "Comma-separated schedule names")->capture_default_str();
   cmd->add_option("--json", o->json_out, "Write the result JSON here");
   cmd->add_option("--report", o->report_out, "Write a report here (.html, .md, .csv)");
+  o->iterations.add_to(cmd);
   cmd->callback([o, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(o->config);
     print_config_line(std::cout, resolved);
@@ -108,6 +123,7 @@ void add_compare_command(CLI::App& root, int& exit_code) {
     if (names.empty()) throw InputError("--schedules is empty; valid schedules: " + schedule_names());
     reports::ReportInput result{.kind = "compare",
                                 .config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost)};
+    o->iterations.describe(std::cout, result.config);
     result.config["schedules"] = names;
     std::set<std::string> warnings;  // the layout's warnings, once (they do not depend on the schedule)
     for (const std::string& name : names) {
@@ -116,6 +132,7 @@ void add_compare_command(CLI::App& root, int& exit_code) {
         sim::SimulationRequest request = make_request(o->config, resolved, name);
         // One --vp is for the schedules that take any; ZB-V, DualPipeV and the vp=1 schedules run with their own.
         if (info.fixed_vp) request.config.vp = 0;
+        o->iterations.apply(request);
         const sim::SimulationOutcome outcome = sim::simulate_config(request);
         result.schedules.push_back(simulated_entry(outcome, advice_if_oom(request, outcome)));
         warnings.insert(outcome.warnings.begin(), outcome.warnings.end());
