@@ -20,10 +20,11 @@ class SharedLibrary {
     for (const char* path : paths) {
       handle_ = dlopen(path, RTLD_NOW | RTLD_LOCAL);
       if (handle_ != nullptr) return;
-      tried += (tried.empty() ? "" : " or ") + std::string(path);
+      if (tried.find(path) != std::string::npos) continue;  // the same name twice (a configured path that is the soname)
+      const char* why = dlerror();
+      tried += (tried.empty() ? "" : "; ") + std::string(why ? why : path);
     }
-    const char* why = dlerror();
-    error_ = "cannot load " + name_ + " (" + tried + "): " + (why ? why : "dlopen failed");
+    error_ = "cannot load " + name_ + ": " + tried;
   }
 
   /// Sets `fn` to the entry point `symbol` (null if absent); the first one missing becomes error().

@@ -160,6 +160,7 @@ json document(const ReportInput& r, DeferredTimelines* deferred) {
       if (t.source != "predicted" && t.source != "measured") {
         throw InputError("a run result holds a predicted and a measured timeline, not \"" + t.source + "\"");
       }
+      if (j.contains(t.source)) throw InputError("a run result holds one " + t.source + " timeline, this one several");
       j[t.source] = timeline_result_json(t, deferred);
     }
     if (!s.comparison) throw InputError("a run result needs its comparison");

@@ -162,7 +162,7 @@ std::int64_t AnalyticCost::optimizer_step_ns(double params) const {
   // parameter: the gradient-norm pass for clipping reads the gradient; Adam reads the gradient and
   // reads and writes the fp32 main weight and both moments (bf16 moments with the precision-aware
   // optimizer); the updated weight is copied to the bf16 model weight (read 4, write 2); the gradient
-  // buffer is zeroed for the next iteration. About 10 FLOPs against 36-42 bytes: bandwidth-bound on
+  // buffer is zeroed for the next iteration. About 10 FLOPs against 28-42 bytes: bandwidth-bound on
   // every GPU here, so the FLOPs are not counted.
   const ParallelConfig& c = geometry_->config();
   const double grad = c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes;

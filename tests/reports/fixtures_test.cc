@@ -13,8 +13,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <ostream>
 
 #include "pipelab/base/error.h"
+#include "pipelab/base/file_io.h"
 #include "pipelab/reports/result.h"
 #include "pipelab/reports/timeline_result.h"
 #include "pipelab/schedules/lowering.h"
@@ -185,8 +188,6 @@ INSTANTIATE_TEST_SUITE_P(Kinds, ResultFixture, ::testing::ValuesIn(kFixtures),
                            return std::string(info.param.file).substr(0, std::string(info.param.file).find('_'));
                          });
 
-// The idle split, the in-action communication and a null MFU survive the round trip, and the
-// null is written as JSON null (the key stays, so the schema does not change shape).
 TEST(WriteResultFile, StreamsTheTimelinesToTheBytesOfTheDocument) {
   // write_result_file streams each timeline into its place in the document; the file must be the
   // document to_json builds, byte for byte: fractional FLOPs, an empty timeline, several timelines.
@@ -201,6 +202,8 @@ TEST(WriteResultFile, StreamsTheTimelinesToTheBytesOfTheDocument) {
   }
 }
 
+// The idle split, the in-action communication and a null MFU survive the round trip, and the
+// null is written as JSON null (the key stays, so the schema does not change shape).
 TEST(ToJson, IdlePartsInActionCommAndNullHardwareFiguresRoundTrip) {
   ReportInput in = simulate_fixture();
   Summary& s = in.schedules[0].runs[0].summary;
@@ -244,6 +247,23 @@ TEST(ToJson, RejectsShapesTheSchemaHasNot) {
 }
 
 // A percentile the file does not state stays unstated; a gradient check's infinity is JSON null.
+TEST(WriteResultFile, AFailedWriteLeavesNoPartialFile) {
+  // A run result with two predicted timelines has no one place for each: an error, and no file.
+  ReportInput run = run_fixture();
+  run.schedules[0].runs.push_back(run.schedules[0].runs.front());
+  const std::string path = std::string(PIPELAB_BINARY_DIR) + "/test-artifacts/partial-run.json";
+  write_result_file(path, run_fixture());
+  EXPECT_THROW(write_result_file(path, run), InputError);
+  EXPECT_THROW(to_json(run), InputError);
+  // write_file_streamed removes what a failing fill wrote.
+  EXPECT_THROW(write_file_streamed(path, "result", [](std::ostream& os) {
+                 os << "{\"partial\": ";
+                 throw InputError("stop");
+               }),
+               InputError);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
 TEST(ToJson, KeepsWhatTheFileDidNotState) {
   json j = to_json(run_fixture());
   j["comparison"].erase("action_error_p50");

@@ -48,7 +48,8 @@ inline std::string read_text_file(const std::string& path, std::string_view what
 
 /// Writes what `fill` puts into the stream to `path`, creating its parent directories first;
 /// replaces an existing file. For documents too large to build in memory first. Throws InputError
-/// naming the path when a directory cannot be made or the write fails.
+/// naming the path when a directory cannot be made or the write fails; when `fill` throws, the
+/// partial file is removed and the exception goes on.
 template <class Fill>
 void write_file_streamed(const std::string& path, std::string_view what, Fill&& fill) {
   const std::filesystem::path p(path);
@@ -59,7 +60,14 @@ void write_file_streamed(const std::string& path, std::string_view what, Fill&& 
   }
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   if (!out) throw InputError("cannot write " + std::string(what) + " '" + path + "'");
-  fill(static_cast<std::ostream&>(out));
+  try {
+    fill(static_cast<std::ostream&>(out));
+  } catch (...) {
+    out.close();
+    std::error_code ignored;
+    std::filesystem::remove(p, ignored);
+    throw;
+  }
   out.flush();
   if (!out) throw InputError("cannot write " + std::string(what) + " '" + path + "' (disk full?)");
 }

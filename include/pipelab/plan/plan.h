@@ -63,8 +63,8 @@ struct PlanPoint {
   std::vector<int> stage_layers;     // decoder layers per model part, in model order
   std::string pipeline_layout;       // the same split in Megatron's layout grammar
   std::int64_t makespan_ns = 0;
-  // Timeline figures: filled for the top K only (the search ranks by throughput and simulates the
-  // top again for these); zero in the other points.
+  // Timeline figures and pipeline_layout: filled for the top K only (the search ranks by throughput
+  // and simulates the top again for these); zero (empty) in the other points.
   double bubble_ratio = 0;
   std::int64_t exposed_comm_ns = 0;  // P2P not hidden by compute, mean over ranks
   TimelineMetrics idle;              // the simulated metrics, for the idle split (ranks dropped)

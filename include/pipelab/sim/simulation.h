@@ -48,7 +48,7 @@ struct SimulationRequest {
   /// by the layouts of a plan search instead of being built again for each.
   std::shared_ptr<const Schedule> lowered;
   /// Consecutive iterations simulated as one timeline, with the optimizer step between them
-  /// (engine.h, OptimizerStep); throughput divides the makespan by `iterations`.
+  /// (engine.h, OptimizerStep); throughput divides makespan + the last optimizer step by `iterations`.
   int iterations = 1;
   OptimizerStep optimizer_step = OptimizerStep::Sync;
   /// True: the figures a ranking needs and nothing else. No timeline is kept; the outcome's metrics
