@@ -39,7 +39,7 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--moe-token-dispatcher-type", "moe_token_dispatcher_type", "allgather (Megatron's default) | alltoall | flex (docs/simulator.md, \"MoE dispatch\")"},
     {"--moe-flex-dispatcher-backend", "moe_flex_dispatcher_backend", "flex: deepep | hybridep (the SMs its kernels hold)"},
     {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (scales its traffic and expert GEMMs)"},
-    {"--cp-comm-type", "cp_comm_type", "p2p (default: ring hidden behind attention) | all_gather | a2a (Ulysses)"},
+    {"--cp-comm-type", "cp_comm_type", "p2p (default: ring hidden behind attention) | all_gather | a2a (Ulysses) | a2a+p2p (with --hierarchical-context-parallel-sizes)"},
 };
 struct LayoutSwitch {
   const char* flag;
@@ -140,15 +140,22 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
     const std::string field = s.field, value = s.value;
     cmd->add_flag_callback(s.flag, [&c, field, value] { c.parallel_overrides.emplace_back(field, value); }, s.help);
   }
-  cmd->add_option_function<std::vector<std::string>>(
-         "--recompute-modules",
-         [&c](const std::vector<std::string>& modules) {
-           std::string joined;
-           for (const std::string& m : modules) joined += (joined.empty() ? "" : ",") + m;
-           c.parallel_overrides.emplace_back("recompute_modules", joined);
-         },
-         "Selective recompute: core_attn mlp moe moe_act layernorm mla_up_proj shared_experts")
-      ->expected(1, -1);
+  // Megatron's list flags (nargs='+'): the words joined into the field's comma-separated list.
+  const auto add_list_override = [&](const char* flag, const char* field, const char* help) {
+    cmd->add_option_function<std::vector<std::string>>(
+           flag,
+           [&c, field](const std::vector<std::string>& words) {
+             std::string joined;
+             for (const std::string& w : words) joined += (joined.empty() ? "" : ",") + w;
+             c.parallel_overrides.emplace_back(field, joined);
+           },
+           help)
+        ->expected(1, -1);
+  };
+  add_list_override("--recompute-modules", "recompute_modules",
+                    "Selective recompute: core_attn mlp moe moe_act layernorm mla_up_proj shared_experts");
+  add_list_override("--hierarchical-context-parallel-sizes", "hierarchical_context_parallel_sizes",
+                    "a2a+p2p: the a2a group size, then the p2p ring size (product cp), e.g. 2 4");
   cmd->add_flag("--softmax-stored", c.softmax_stored, "Memory: keep Korthikanti's 5as/h softmax term (no flash attention)");
   // Megatron-named model overrides.
   add_model_override(cmd, c, "--num-layers", "num_layers", "Override the model's num_layers");

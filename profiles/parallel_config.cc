@@ -34,8 +34,10 @@ constexpr std::array<EnumName<Fp8Recipe>, 4> kFp8RecipeNames = {{{Fp8Recipe::kDe
                                                                 {Fp8Recipe::kMxfp8, "mxfp8"}}};
 constexpr std::array<EnumName<MoeDispatcher>, 3> kMoeDispatcherNames = {
     {{MoeDispatcher::kAllgather, "allgather"}, {MoeDispatcher::kAlltoall, "alltoall"}, {MoeDispatcher::kFlex, "flex"}}};
-constexpr std::array<EnumName<CpCommType>, 3> kCpCommTypeNames = {
-    {{CpCommType::kP2p, "p2p"}, {CpCommType::kAllGather, "all_gather"}, {CpCommType::kA2a, "a2a"}}};
+constexpr std::array<EnumName<CpCommType>, 4> kCpCommTypeNames = {{{CpCommType::kP2p, "p2p"},
+                                                                    {CpCommType::kAllGather, "all_gather"},
+                                                                    {CpCommType::kA2a, "a2a"},
+                                                                    {CpCommType::kA2aP2p, "a2a+p2p"}}};
 
 }  // namespace
 
@@ -157,6 +159,7 @@ const std::array kFields = {
     Field{"moe_load_imbalance", &ParallelConfig::moe_load_imbalance},
     Field{"tp_comm_overlap", &ParallelConfig::tp_comm_overlap},
     Field{"cp_comm_type", &ParallelConfig::cp_comm_type},
+    Field{"hierarchical_context_parallel_sizes", &ParallelConfig::hierarchical_context_parallel_sizes},
 };
 
 const std::vector<std::string>& parallel_keys() {
@@ -350,11 +353,28 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (m.ffn_hidden_size % c.tp != 0) {
     error("tp", "tp_divides_ffn", "tp=" + str(c.tp) + " must divide ffn_hidden_size=" + str(m.ffn_hidden_size));
   }
-  // Ulysses-style CP scatters the heads (and query groups) each TP rank holds over the CP ranks.
+  // Ulysses-style CP scatters the heads (and query groups) each TP rank holds over the CP ranks (all
+  // of them, or a2a+p2p's inner a2a group).
   if (c.cp > 1 && c.cp_comm_type == CpCommType::kA2a && c.tp > 0 && (m.num_attention_heads / c.tp) % c.cp != 0) {
     error("cp_comm_type", "a2a_heads",
           "cp_comm_type=a2a needs cp=" + str(c.cp) + " to divide the heads per TP rank, num_attention_heads/tp = " +
               str(m.num_attention_heads / c.tp));
+  }
+  const std::vector<int>& levels = c.hierarchical_context_parallel_sizes;
+  if (c.cp > 1 && c.cp_comm_type == CpCommType::kA2aP2p) {
+    if (levels.size() != 2 || levels[0] < 1 || levels[1] < 1 || levels[0] * levels[1] != c.cp) {
+      error("hierarchical_context_parallel_sizes", "hierarchical_cp_sizes",
+            "cp_comm_type=a2a+p2p needs hierarchical_context_parallel_sizes = {a2a size, p2p size} with product cp=" + str(c.cp) +
+                " (Megatron's --hierarchical-context-parallel-sizes A P)");
+    } else if (c.tp > 0 && (m.num_attention_heads / c.tp) % levels[0] != 0) {
+      error("hierarchical_context_parallel_sizes", "a2a_heads",
+            "cp_comm_type=a2a+p2p needs its a2a size " + str(levels[0]) + " to divide the heads per TP rank, num_attention_heads/tp = " +
+                str(m.num_attention_heads / c.tp));
+    }
+  } else if (!levels.empty()) {
+    warn("hierarchical_context_parallel_sizes", "hierarchical_cp_unused",
+         "hierarchical_context_parallel_sizes applies to cp_comm_type=a2a+p2p only: ignored with cp_comm_type=" +
+             std::string(to_string(c.cp_comm_type)));
   }
   // TE userbuffers overlap the sequence-parallel all-gathers and reduce-scatters.
   if (c.tp_comm_overlap && c.tp > 1 && !sp) {

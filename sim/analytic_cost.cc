@@ -264,12 +264,19 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // CP (TE's cp_comm_type): p2p passes each rank's K/V chunk around the ring, exposed only beyond the
   // attention compute (I: K/V and dK/V, twice); all_gather gathers all K/V first, not overlapped
   // (I: gathered again and dK/V reduce-scattered); a2a (Ulysses) trades sequence for heads with four
-  // all-to-alls of Q, K, V and the output, not overlapped (I: the same four).
+  // all-to-alls of Q, K, V and the output, not overlapped (I: the same four); a2a+p2p does the four
+  // all-to-alls inside groups of A adjacent CP ranks and then the p2p ring over the P = cp/A groups
+  // (each rank then holds A x the sequence chunk for 1/A of the heads: the same K/V bytes per step).
   double cp_backward_ns = 0;
   if (c.cp > 1) {
     const double kv_local = (w.key + w.value) / c.tp;
     const Link link = layout_.group_link(c.tp, c.cp);
     const double gathered = tokens * kv_local * kBf16Bytes * (c.cp - 1);
+    // Q, K, V and the output through one Ulysses all-to-all group of `size` ranks.
+    const auto a2a_ns = [&](int size, const Link& group) {
+      const double moved = tokens * (2 * w.query + w.key + w.value) / c.tp * kBf16Bytes * (size - 1) / size;
+      return collective_ns(moved, 4, group);  // four all-to-alls, one latency each
+    };
     switch (c.cp_comm_type) {
       case CpCommType::kP2p:
         fwd.cp_comm_ns = std::max(0.0, collective_ns(gathered, c.cp - 1, link) - fwd.attention_ns);
@@ -279,10 +286,18 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
         fwd.cp_comm_ns = collective_ns(gathered, c.cp - 1, link);
         cp_backward_ns = 2 * fwd.cp_comm_ns;
         break;
-      case CpCommType::kA2a: {
-        const double moved = tokens * (2 * w.query + w.key + w.value) / c.tp * kBf16Bytes * (c.cp - 1) / c.cp;
-        fwd.cp_comm_ns = collective_ns(moved, 4, link);  // four all-to-alls, one latency each
+      case CpCommType::kA2a:
+        fwd.cp_comm_ns = a2a_ns(c.cp, link);
         cp_backward_ns = fwd.cp_comm_ns;
+        break;
+      case CpCommType::kA2aP2p: {  // check() guarantees two sizes with product cp
+        const int a = c.hierarchical_context_parallel_sizes.at(0), p = c.hierarchical_context_parallel_sizes.at(1);
+        const double a2a = a > 1 ? a2a_ns(a, layout_.group_link(c.tp, a)) : 0;
+        const double ring = p > 1 ? std::max(0.0, collective_ns(tokens * kv_local * kBf16Bytes * (p - 1), p - 1, layout_.group_link(c.tp * a, p)) -
+                                                      fwd.attention_ns)
+                                  : 0;
+        fwd.cp_comm_ns = a2a + ring;
+        cp_backward_ns = a2a + 2 * ring;
         break;
       }
     }

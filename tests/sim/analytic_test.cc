@@ -196,6 +196,35 @@ TEST(AnalyticCost, ContextParallelCommTypesByHand) {
   EXPECT_FALSE(check(c, m, gpu).ok());
 }
 
+TEST(AnalyticCost, HierarchicalContextParallelIsAnA2aThenARingByHand) {
+  // cp = 4 as a2a over 2 adjacent ranks, then the p2p ring over the 2 pairs; all inside one node.
+  const ModelSpec m = model_preset("llama3-8b");  // 32 heads, 8 groups, 128 channels
+  ParallelConfig c = layout(m, 1, 1, 2, 1, 8, 16384);
+  c.cp = 4;
+  c.dp = 2;
+  c.cp_comm_type = CpCommType::kA2aP2p;
+  c.hierarchical_context_parallel_sizes = {2, 2};
+  c.vp = 1;
+  c.world = 8;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  ASSERT_TRUE(check(c, m, gpu).ok());
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+  const sim::PassCost f = sim::AnalyticCost(m, gpu, c, shape).stage(0).f;
+  const double tokens = 16384 / 4, bw = gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency;
+  const double a2a = 4 * gpu.nvlink_latency_ns + tokens * (2 * 4096 + 2048) * 2 * 0.5 / bw;
+  const double ring = std::max(0.0, gpu.nvlink_latency_ns + tokens * 2048 * 2 / bw - f.attention_ns / m.num_layers);
+  EXPECT_NEAR(f.cp_comm_ns / m.num_layers, a2a + ring, 1e-6 * (a2a + ring));
+  // The sizes must multiply to cp, and the a2a size divide the heads per TP rank.
+  c.hierarchical_context_parallel_sizes = {2, 3};
+  EXPECT_EQ(check(c, m, gpu).errors.at(0).rule, "hierarchical_cp_sizes");
+  c.hierarchical_context_parallel_sizes = {};
+  EXPECT_EQ(check(c, m, gpu).errors.at(0).rule, "hierarchical_cp_sizes");
+  c.cp_comm_type = CpCommType::kP2p;
+  c.hierarchical_context_parallel_sizes = {2, 2};
+  ASSERT_TRUE(check(c, m, gpu).ok());
+  EXPECT_EQ(check(c, m, gpu).warnings.back().rule, "hierarchical_cp_unused");
+}
+
 TEST(AnalyticCost, PipelineNeighboursAcrossNodesUseTheNic) {
   const ModelSpec m = model_preset("llama3-8b");
   const auto gpu = gpu_preset("h100-sxm");

@@ -57,7 +57,7 @@ MoeDispatcher parse_moe_dispatcher(std::string_view text);
 
 /// Megatron's --cp-comm-type: K/V passed around a ring overlapping attention (p2p), K/V all-gathered
 /// before it (all_gather), or heads exchanged by all-to-all (a2a, Ulysses).
-enum class CpCommType { kP2p, kAllGather, kA2a };
+enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
 std::string_view to_string(CpCommType type);
 CpCommType parse_cp_comm_type(std::string_view text);
 
@@ -113,6 +113,9 @@ struct ParallelConfig {
   double moe_load_imbalance = 1.0;                // busiest rank's tokens / the mean (NVIDIA's tables force 1)
   bool tp_comm_overlap = false;                   // TE userbuffers: TP collectives pipelined with the GEMMs
   CpCommType cp_comm_type = CpCommType::kP2p;
+  // a2a+p2p: {a2a group, p2p group} sizes, a2a over adjacent CP ranks (Megatron's
+  // --hierarchical-context-parallel-sizes; their product is cp).
+  std::vector<int> hierarchical_context_parallel_sizes;
 
   bool operator==(const ParallelConfig&) const = default;
 
