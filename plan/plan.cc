@@ -474,14 +474,15 @@ class Search {
         static_cast<std::int64_t>(batch.size()), threads_, 2,
         [&](std::int64_t t) {
           const std::size_t i = batch[static_cast<std::size_t>(t)];
-          const BuiltSchedule* built = built_schedule(i);
-          if (!built || !built->lowered) {
-            if (!built || built->error.empty()) return;  // not built: out of time
-            return exclude(i, normalize_rule(built->error));
+          sim::SimulationRequest q = request_of(candidates_[i]);
+          const auto found = schedules_built_.find(schedule_key(candidates_[i], q.config));
+          if (found == schedules_built_.end() || !found->second.lowered) {
+            if (found == schedules_built_.end() || found->second.error.empty()) return;  // not built: out of time
+            return exclude(i, normalize_rule(found->second.error));
           }
           sim::SimulationOutcome o;
           try {
-            o = simulate_candidate(i, built->lowered, /*ranking_only=*/true);
+            o = simulate_candidate(i, std::move(q), found->second.lowered, /*ranking_only=*/true);
           } catch (const InputError& e) {
             return exclude(i, normalize_rule(e.what()));
           }
@@ -493,16 +494,11 @@ class Search {
         [&] { return out_of_time(); }, [&] { progress(); });
   }
 
-  // Candidate i's schedule as built for the search; null when it was not (out of time).
-  const BuiltSchedule* built_schedule(std::size_t i) const {
-    const auto it = schedules_built_.find(schedule_key(candidates_[i], resolve(config_of(candidates_[i]), r_.model)));
-    return it == schedules_built_.end() ? nullptr : &it->second;
-  }
-
-  // Candidate i on its lowered schedule. The search ranks by throughput alone (ranking_only); the
-  // top K are simulated again in full for their idle split, in-action communication and layout.
-  sim::SimulationOutcome simulate_candidate(std::size_t i, std::shared_ptr<const Schedule> lowered, bool ranking_only) {
-    sim::SimulationRequest q = request_of(candidates_[i]);
+  // Candidate i (its request_of) on its lowered schedule. The search ranks by throughput alone
+  // (ranking_only); the top K are simulated again in full for their idle split, in-action
+  // communication and layout.
+  sim::SimulationOutcome simulate_candidate(std::size_t i, sim::SimulationRequest q, std::shared_ptr<const Schedule> lowered,
+                                            bool ranking_only) {
     q.lowered = std::move(lowered);
     q.ranking_only = ranking_only;
     if (r_.share_costs) {
@@ -564,7 +560,9 @@ class Search {
     }
     for (PlanPoint& p : out.top) {
       const auto i = static_cast<std::size_t>(p.index);
-      p = to_point(simulate_candidate(i, built_schedule(i)->lowered, /*ranking_only=*/false), p.index);
+      sim::SimulationRequest q = request_of(candidates_[i]);
+      std::shared_ptr<const Schedule> lowered = schedules_built_.at(schedule_key(candidates_[i], q.config)).lowered;
+      p = to_point(simulate_candidate(i, std::move(q), std::move(lowered), /*ranking_only=*/false), p.index);
       ParallelConfig split = p.config;
       const ShapeEntry& shape = shape_of(candidates_[i]);
       split.vp = shape.shape.stages_per_chain() / p.config.pp;
