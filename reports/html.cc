@@ -151,17 +151,25 @@ void fidelity_section(std::ostringstream& os, const ComparisonTable& t) {
      << ".</p></div></section>\n";
 }
 
-void legend(std::ostringstream& os) {
+// `phases`: some timeline carries the cost model's phases (simulated MoE stages and F&B units).
+void legend(std::ostringstream& os, bool phases) {
   os << "<div class=\"legend\" id=\"legend\">"
         "<span><i class=\"sw op-F\"></i>F forward</span><span><i class=\"sw op-B\"></i>B backward</span>"
         "<span><i class=\"sw op-I\"></i>I input grad</span><span><i class=\"sw op-W\"></i>W weight grad</span>"
         "<span><i class=\"sw op-FB\"></i>F&amp;B overlapped</span><span><i class=\"sw send\"></i>send</span>"
         "<span><i class=\"sw recv\"></i>recv</span><span><i class=\"sw coll\"></i>DP gradient reduce</span><span><i class=\"sw idle\"></i>idle</span>"
         "<span><i class=\"sw chunk\"></i>lighter: rank's 2nd model chunk</span>"
-        "<span><i class=\"sw band\"></i>summarised middle (large runs)</span></div>"
+        "<span><i class=\"sw band\"></i>summarised middle (large runs)</span>"
+     << (phases ? "<span><i class=\"sw phase\"></i>phase strip: MoE phases</span><span><i class=\"sw exposed\"></i>"
+                  "exposed communication</span>" : "")
+     << "</div>"
         "<p class=\"note\">Each rank: compute stream (tall lane, microbatch number in the box when it fits) over its "
         "communication lane (send, recv, then data-parallel gradient reduction). Gaps are idle time. Hover a box for the action, start and "
-        "duration.</p>\n";
+        "duration."
+     << (phases ? " A strip along the bottom of an MoE action splits it into phases (attention &amp; dense, dispatch, experts, "
+                  "combine; an F&amp;B unit's overlapped pairs), each the total over the stage's layers, with the communication "
+                  "its compute does not hide in red; hover a phase for its figures (docs/simulator.md, \"Phases\")." : "")
+     << "</p>\n";
 }
 
 void rank_table(std::ostringstream& os, const TimelineResult& run, bool several) {
@@ -268,7 +276,9 @@ std::string render_html(const std::vector<ReportInput>& given) {
   fidelity_section(os, t);
   throughput_chart(os, t);
   os << "<section id=\"timelines\"><h2>Timelines</h2>";
-  legend(os);
+  bool phases = false;
+  for_each_timeline(inputs, [&](const ReportInput&, const ScheduleResult&, const TimelineResult& run) { phases = phases || !run.phases.empty(); });
+  legend(os, phases);
   std::size_t index = 0;
   for (const ReportInput& in : inputs) {
     for (const ScheduleResult& s : in.schedules) {

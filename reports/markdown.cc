@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "config_view.h"
+#include "format.h"
 #include "table_model.h"
 #include "timeline_view.h"
 #include "pipelab/reports/render.h"
@@ -183,6 +184,30 @@ std::string render_markdown(const std::vector<ReportInput>& given) {
     }
     os << table(columns.header, columns.right, rows) << "\n";
     os << kMakespanErrorDefinition << "; thresholds: " << fidelity_thresholds_text(", ") << ".\n\n";
+  }
+
+  // MoE phases
+  std::vector<std::vector<std::string>> phase_rows;
+  for (const TableRow& r : t.rows) {
+    for (const PhaseTotal& p : phase_totals(r.run->timeline, r.run->phases)) {
+      std::vector<std::string> row{cell(r.label), cell(p.name), fixed(p.ns / 1e6, 3), fixed(p.comm_ns / 1e6, 3),
+                                   fixed(p.exposed_comm_ns / 1e6, 3)};
+      if (t.multi_input) row.insert(row.begin(), cell(r.input->name));
+      phase_rows.push_back(std::move(row));
+    }
+  }
+  if (!phase_rows.empty()) {
+    os << "## MoE phases\n\n";
+    Columns columns(t.multi_input);
+    columns.add("schedule", "", false);
+    columns.add("phase", "", false);
+    columns.add("time per rank", "ms", true);
+    columns.add("communication", "ms", true);
+    columns.add("exposed", "ms", true);
+    phase_rows.insert(phase_rows.begin(), columns.units);
+    os << table(columns.header, columns.right, phase_rows) << "\n";
+    os << "Each phase summed over its stage's layers and over the rank's actions, mean per rank; \"exposed\" is the "
+          "time the communication adds beyond the phase's compute (docs/simulator.md, \"Phases\").\n\n";
   }
 
   // Text timelines

@@ -113,6 +113,39 @@ DeviceActivity read_device_activity(const JsonReader& r) {
   return a;
 }
 
+Phase read_phase(const JsonReader& r) {
+  Phase p;
+  p.name = r.get_string("name");
+  if (p.name.empty()) r.fail_key("name", "must not be empty");
+  p.ns = checked_count(r, "ns", r.get_integral("ns"), limits::kMaxSimulatedNs);
+  p.comm_ns = checked_count(r, "comm_ns", r.get_integral("comm_ns"), limits::kMaxSimulatedNs);
+  p.exposed_comm_ns = checked_count(r, "exposed_comm_ns", r.get_integral("exposed_comm_ns"), p.ns);
+  return p;
+}
+
+// One entry of "phases": a compute op, its stage (and an F&B unit's b_stage), and its phases.
+ActionPhases read_action_phases(const JsonReader& r) {
+  ActionPhases k;
+  const std::string op = r.get_string("op");
+  bool known = false;
+  for (Op candidate : {Op::F, Op::B, Op::I, Op::W, Op::OverlapFB}) {
+    if (op_name(candidate) == op) {
+      k.op = candidate;
+      known = true;
+    }
+  }
+  if (!known) r.fail_key("op", "must be a compute op (F, B, I, W or OVERLAP_F_B), got \"" + op + "\"");
+  k.stage = static_cast<int>(checked_count(r, "stage", r.get_integral("stage"), limits::kMaxWorldSize - 1));
+  if (k.op == Op::OverlapFB) {
+    k.b_stage = static_cast<int>(checked_count(r, "b_stage", r.get_integral("b_stage"), limits::kMaxWorldSize - 1));
+  } else if (r.has("b_stage")) {
+    r.fail_key("b_stage", "belongs to OVERLAP_F_B entries only");
+  }
+  k.phases = r.array("phases", "an array").objects(read_phase);
+  if (k.phases.empty()) r.fail_key("phases", "must not be empty");
+  return k;
+}
+
 TimelineResult read_timeline_result(const JsonReader& r, std::string source) {
   TimelineResult t;
   t.source = std::move(source);
@@ -126,6 +159,7 @@ TimelineResult read_timeline_result(const JsonReader& r, std::string source) {
   }
   if (r.has("memory")) t.memory = r.array("memory", "an array").objects(read_memory_series);
   if (r.has("device_activity")) t.device_activity = r.array("device_activity", "an array").objects(read_device_activity);
+  if (r.has("phases")) t.phases = r.array("phases", "an array").objects(read_action_phases);
   return t;
 }
 

@@ -54,7 +54,7 @@ using DeferredTimelines = std::vector<const Timeline*>;
 std::string timeline_marker(std::size_t k) { return "\u0001pipelab timeline " + std::to_string(k); }
 
 // {"summary", "ranks", "timeline"}, "memory" when the producer tracked it, "device_activity"
-// when a GPU run recorded it.
+// when a GPU run recorded it, "phases" when the cost model split actions into phases.
 json timeline_result_json(const TimelineResult& t, DeferredTimelines* deferred) {
   json ranks = json::array();
   for (const RankRow& r : t.ranks) ranks.push_back(rank_json(r));
@@ -82,6 +82,19 @@ json timeline_result_json(const TimelineResult& t, DeferredTimelines* deferred) 
                           {"bytes", a.bytes}, {"action", a.action}});
     }
     j["device_activity"] = std::move(activity);
+  }
+  if (!t.phases.empty()) {
+    json kinds = json::array();
+    for (const ActionPhases& k : t.phases) {
+      json phases = json::array();
+      for (const Phase& p : k.phases) {
+        phases.push_back({{"name", p.name}, {"ns", p.ns}, {"comm_ns", p.comm_ns}, {"exposed_comm_ns", p.exposed_comm_ns}});
+      }
+      json kind = {{"op", op_name(k.op)}, {"stage", k.stage}, {"phases", std::move(phases)}};
+      if (k.op == Op::OverlapFB) kind["b_stage"] = k.b_stage;
+      kinds.push_back(std::move(kind));
+    }
+    j["phases"] = std::move(kinds);
   }
   return j;
 }

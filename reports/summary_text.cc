@@ -7,6 +7,7 @@
 #include "format.h"
 #include "pipelab/reports/render.h"
 #include "table_model.h"
+#include "timeline_view.h"
 
 namespace pipelab::reports {
 
@@ -67,6 +68,18 @@ std::string idle_breakdown(const Summary& m) {
   return out;
 }
 
+// "attention & dense 512.300 ms, dispatch 120.000 ms (exposed 120.000 ms), ...": the MoE phases per rank.
+std::string phase_line(const std::vector<PhaseTotal>& totals) {
+  auto ms = [](double ns) { return fixed(ns / 1e6, 3) + " ms"; };
+  std::string out;
+  for (const PhaseTotal& p : totals) {
+    if (!out.empty()) out += ", ";
+    out += p.name + " " + ms(p.ns);
+    if (p.exposed_comm_ns > 0) out += " (exposed " + ms(p.exposed_comm_ns) + ")";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_summary_text(const std::vector<ReportInput>& given) {
@@ -80,7 +93,7 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
                 "(GiB)", "(ms)");
   out += line;
   // Rows in schedule order, a failed schedule where it was asked for.
-  std::string layouts, idle, memory, advice, capacity;
+  std::string layouts, idle, phases, memory, advice, capacity;
   for (const ReportInput& in : *t.inputs) {
     const int config_vp = in.config.contains("parallel") ? in.config["parallel"].value("vp", 0) : 0;
     for (const ScheduleResult& s : in.schedules) {
@@ -97,6 +110,7 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
         std::snprintf(line, sizeof line, "#   %-18s ", r.label.c_str());
         if (!s.pipeline_layout.empty()) layouts += line + s.pipeline_layout + "\n";
         idle += line + idle_breakdown(r.run->summary) + "\n";
+        if (const auto totals = phase_totals(r.run->timeline, r.run->phases); !totals.empty()) phases += line + phase_line(totals) + "\n";
         if (const RankRow* fullest = fullest_rank(*r.run)) memory += line + memory_breakdown(*fullest) + "\n";
         if (!s.memory_advice.empty()) advice += "# " + r.label + " does not fit; " + s.memory_advice + "\n";
         if (capacity.empty() && r.run->summary.memory_capacity_bytes > 0) {
@@ -107,6 +121,7 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
   }
   if (!layouts.empty()) out += "# layout (Megatron --pipeline-model-parallel-layout, model order):\n" + layouts;
   if (!idle.empty()) out += "# idle time by cause, share of ranks x iteration (docs/metrics.md); communication inside compute, per rank:\n" + idle;
+  if (!phases.empty()) out += "# MoE phases, time per rank, each summed over its stage's layers (docs/simulator.md, \"Phases\"):\n" + phases;
   if (!memory.empty()) out += "# memory of the fullest rank (" + (capacity.empty() ? std::string("GiB") : capacity) + "):\n" + memory;
   out += advice;
   // The best tokens/s/GPU of the table (docs/metrics.md: among at least two rows that fit).

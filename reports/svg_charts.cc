@@ -18,6 +18,7 @@ constexpr double kSubLaneH = kCommH / 3;
 constexpr double kRowPitch = kComputeH + kCommGap + kCommH + 8;
 constexpr double kBlockLabelH = 20;
 constexpr double kAxisH = 40;
+constexpr double kPhaseH = 5;       // phase strip along the bottom of a compute box
 
 const char* const kRankColours[] = {"#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2",
                                     "#B279A2", "#9D755D", "#EECA3B", "#FF9DA6", "#79706E"};
@@ -51,6 +52,26 @@ std::vector<LaneRow> lane_rows(const Timeline& t) {
     }
   }
   return rows;
+}
+
+// The phases of compute event `e` as a strip at height `y`: a box per phase, its exposed
+// communication (at the phase's end) in a second, red box.
+void phase_strip(std::ostringstream& os, const TimelineEvent& e, const ActionPhases& kind, const TimeAxis& axis, double y,
+                 const std::string& action) {
+  for (const PhaseSpan& p : lay_out_phases(e, kind)) {
+    const double x0 = axis.x(static_cast<double>(p.start_ns)), x1 = axis.x(static_cast<double>(p.end_ns));
+    if (x1 - x0 < 0.3) continue;
+    const TimeUnit unit = time_unit_for(static_cast<double>(p.end_ns - p.start_ns));
+    auto time = [&](std::int64_t ns) { return fixed(static_cast<double>(ns) / unit.ns, 3) + " " + unit.name; };
+    os << "<rect class=\"phase\" data-phase=\"" << attr(p.phase->name) << "\" data-tip=\"" << attr(p.phase->name) << "   "
+       << attr(action) << "\nduration  " << time(p.end_ns - p.start_ns) << "\ncomm      " << time(p.phase->comm_ns)
+       << "\nexposed   " << time(p.exposed_ns) << "\" x=\"" << px(x0) << "\" y=\"" << px(y) << "\" width=\"" << px(x1 - x0)
+       << "\" height=\"" << px(kPhaseH) << "\"/>";
+    if (p.exposed_ns <= 0) continue;
+    const double xe = axis.x(static_cast<double>(p.end_ns - p.exposed_ns));
+    os << "<rect class=\"phase-exposed\" x=\"" << px(xe) << "\" y=\"" << px(y) << "\" width=\"" << px(std::max(0.3, x1 - xe))
+       << "\" height=\"" << px(kPhaseH) << "\"/>";
+  }
 }
 
 }  // namespace
@@ -146,6 +167,9 @@ void timeline_svg(std::ostringstream& os, const ReportInput& in, const ScheduleR
         if (e.flops > 0) os << " data-flops=\"" << json_number(e.flops) << "\"";
         if (e.bytes > 0) os << " data-bytes=\"" << e.bytes << "\"";
         os << " x=\"" << px(x0) << "\" y=\"" << px(by) << "\" width=\"" << px(w) << "\" height=\"" << px(bh) << "\"/>";
+        if (const ActionPhases* kind = e.stream == Stream::Compute ? find_phases(run.phases, e.action) : nullptr) {
+          phase_strip(os, e, *kind, axis, y + kComputeH - kPhaseH, action);
+        }
         if (e.stream == Stream::Compute) {
           const std::string label = box_label(e.action);
           if (w >= 5.8 * static_cast<double>(label.size()) + 2) {

@@ -62,6 +62,7 @@ TimelineResult make_timeline_result(TimelineFacts facts, const TimelineMetrics& 
     out.memory.push_back(std::move(series));
   }
   out.timeline = std::move(facts.timeline);
+  out.phases = std::move(facts.phases);
   return out;
 }
 

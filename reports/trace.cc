@@ -12,9 +12,11 @@ namespace pipelab::reports {
 using nlohmann::json;
 
 // Streams as trace threads: tid = the Stream's value (compute 0, send 1, recv 2, collective 3);
-// a GPU run's kernels and copies (CUPTI) on one more thread under them.
+// a GPU run's kernels and copies (CUPTI) on one more thread under them; a simulated MoE run's
+// phases on another.
 constexpr int kNumStreams = static_cast<int>(Stream::Collective) + 1;
 constexpr int kDeviceTid = kNumStreams;
+constexpr int kPhaseTid = kNumStreams + 1;  // the cost model's phases of compute actions
 using namespace detail;
 
 namespace {
@@ -84,6 +86,29 @@ void write_chrome_trace(std::ostream& os, const std::vector<ReportInput>& inputs
         os << (first ? "\n" : ",\n");
         first = false;
         write_action_event(os, e, pid);
+      }
+      if (!bl.run->phases.empty()) {
+        bool phases_named = false;
+        for (const TimelineEvent& e : t.ranks[r]) {
+          const ActionPhases* kind = e.stream == Stream::Compute ? find_phases(bl.run->phases, e.action) : nullptr;
+          if (kind == nullptr) continue;
+          if (!phases_named) {
+            emit({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", kPhaseTid}, {"args", {{"name", "phases"}}}});
+            emit({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", kPhaseTid}, {"args", {{"sort_index", kPhaseTid}}}});
+            phases_named = true;
+          }
+          const std::string action = to_string(e.action);
+          for (const PhaseSpan& p : lay_out_phases(e, *kind)) {
+            emit({{"name", p.phase->name},
+                  {"cat", "phase"},
+                  {"ph", "X"},
+                  {"pid", pid},
+                  {"tid", kPhaseTid},
+                  {"ts", static_cast<double>(p.start_ns) / 1e3},
+                  {"dur", static_cast<double>(p.end_ns - p.start_ns) / 1e3},
+                  {"args", {{"action", action}, {"comm_ns", p.phase->comm_ns}, {"exposed_comm_ns", p.exposed_ns}}}});
+          }
+        }
       }
       bool named = false;
       for (const DeviceActivity& a : bl.run->device_activity) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,31 @@ std::int64_t Timeline::makespan_ns() const {
     for (const auto& e : rank) end = std::max(end, e.end_ns);
   }
   return end;
+}
+
+const ActionPhases* find_phases(const std::vector<ActionPhases>& kinds, const Action& a) {
+  for (const ActionPhases& k : kinds) {
+    if (k.matches(a)) return &k;
+  }
+  return nullptr;
+}
+
+std::vector<PhaseSpan> lay_out_phases(const TimelineEvent& e, const ActionPhases& split) {
+  double total = 0;
+  for (const Phase& p : split.phases) total += static_cast<double>(p.ns);
+  std::vector<PhaseSpan> out;
+  if (total <= 0) return out;
+  out.reserve(split.phases.size());
+  // Cumulative rounding: the spans tile [start, end] without gaps, whatever the scale.
+  const double scale = static_cast<double>(e.duration_ns()) / total;
+  double before = 0;
+  for (const Phase& p : split.phases) {
+    const std::int64_t start = e.start_ns + std::llround(before * scale);
+    before += static_cast<double>(p.ns);
+    const std::int64_t end = &p == &split.phases.back() ? e.end_ns : e.start_ns + std::llround(before * scale);
+    out.push_back({&p, start, end, std::min<std::int64_t>(end - start, std::llround(static_cast<double>(p.exposed_comm_ns) * scale))});
+  }
+  return out;
 }
 
 nlohmann::json timeline_to_json(const Timeline& t) {

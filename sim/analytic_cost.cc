@@ -5,6 +5,8 @@
 #include <array>
 #include <cmath>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "pipelab/base/limits.h"
@@ -423,16 +425,67 @@ std::int64_t AnalyticCost::duration_ns(int, const Action& a) const {
   }
 }
 
-double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {
+std::array<AnalyticCost::PairedPhase, 4> AnalyticCost::paired_phases(int f_stage, int b_stage) const {
   const StageTotals& f = totals_[static_cast<std::size_t>(f_stage)];
   const StageTotals& b = totals_[static_cast<std::size_t>(b_stage)];
   // While the EP kernels run they hold a share of the GPU's SMs, so the compute beside them runs at
   // (1 - share): C + share x E when the compute outlasts the transfer E, else E itself.
-  auto phase = [&](double compute, double transfer) { return std::max(transfer, compute + ep_sm_share_ * transfer); };
+  auto phase = [&](const char* name, double compute, double transfer) {
+    return PairedPhase{name, compute, transfer, std::max(transfer, compute + ep_sm_share_ * transfer)};
+  };
   const double f_attention = f.f_compute_ns - f.f_expert_ns, b_attention = b.b_compute_ns - b.b_expert_ns;
   const double f_half = f.f_ep_ns / 2, b_half = b.b_ep_ns / 2;  // dispatch and combine move the same bytes
-  return f.f_exposed_comm_ns + b.b_exposed_comm_ns + phase(f_attention, b_half) + phase(b.b_expert_ns, f_half) +
-         phase(f.f_expert_ns, b_half) + phase(b_attention, f_half);
+  return {phase("F attention & dense | B combine", f_attention, b_half), phase("B experts | F dispatch", b.b_expert_ns, f_half),
+          phase("F experts | B dispatch", f.f_expert_ns, b_half), phase("B attention & dense | F combine", b_attention, f_half)};
+}
+
+double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {
+  double ns = totals_[static_cast<std::size_t>(f_stage)].f_exposed_comm_ns + totals_[static_cast<std::size_t>(b_stage)].b_exposed_comm_ns;
+  for (const PairedPhase& p : paired_phases(f_stage, b_stage)) ns += p.ns;
+  return ns;
+}
+
+std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
+  std::vector<Phase> out;
+  auto add = [&out](std::string_view name, double ns, double comm_ns, double exposed_ns) {
+    if (ns > 0) out.push_back({std::string(name), std::llround(ns), std::llround(comm_ns), std::llround(exposed_ns)});
+  };
+  constexpr std::string_view kOtherComm = "tp/cp/fsdp comm", kNonExpert = "attention & dense";
+  const StageCost& c = stages_[static_cast<std::size_t>(a.stage)];
+  if (a.op == Op::OverlapFB) {
+    const StageTotals& f = totals_[static_cast<std::size_t>(a.stage)];
+    const StageTotals& b = totals_[static_cast<std::size_t>(a.b_stage)];
+    if (f.f_ep_ns + b.b_ep_ns + f.f_expert_ns + b.b_expert_ns <= 0) return out;
+    for (const PairedPhase& p : paired_phases(a.stage, a.b_stage)) add(p.name, p.ns, p.transfer_ns, p.ns - p.compute_ns);
+    const double other = f.f_exposed_comm_ns + b.b_exposed_comm_ns;
+    add(kOtherComm, other, other, other);
+    return out;
+  }
+  PassCost p;
+  switch (a.op) {
+    case Op::F: p = c.f; break;
+    case Op::I: p = c.i; break;
+    case Op::W: p = c.w; break;
+    case Op::B: p = c.i; p += c.w; break;
+    default: return out;
+  }
+  if (p.expert_ns <= 0 && p.ep_comm_ns <= 0) return out;
+  // Not overlapped: each transfer is exposed whole. The backward meets combine before dispatch.
+  const double half = p.ep_comm_ns / 2, attention = p.compute_ns() - p.expert_ns;
+  const double other = p.tp_comm_ns + p.cp_comm_ns + p.dp_comm_ns;
+  if (a.op == Op::F) {
+    add(kNonExpert, attention, 0, 0);
+    add("dispatch", half, half, half);
+    add("experts", p.expert_ns, 0, 0);
+    add("combine", half, half, half);
+  } else {
+    add("combine", half, half, half);
+    add("experts", p.expert_ns, 0, 0);
+    add("dispatch", half, half, half);
+    add(kNonExpert, attention, 0, 0);
+  }
+  add(kOtherComm, other, other, other);
+  return out;
 }
 
 namespace {

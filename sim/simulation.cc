@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
+#include <tuple>
 
 #include "pipelab/base/error.h"
 #include "pipelab/profiles/flops.h"
@@ -26,6 +28,23 @@ InActionComm mean_in_action_comm(const Timeline& t, const CostModel& cost) {
   if (t.ranks.empty()) return sum;
   const double n = static_cast<double>(t.ranks.size());
   return {sum.tp_ns / n, sum.ep_ns / n, sum.cp_ns / n, sum.fsdp_ns / n};
+}
+
+// The cost model's phases of each compute action kind on the timeline (each asked once), in order
+// of first occurrence; kinds the model does not split are left out.
+std::vector<ActionPhases> timeline_phases(const Timeline& t, const CostModel& cost) {
+  std::set<std::tuple<Op, int, int>> seen;
+  std::vector<ActionPhases> out;
+  for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    for (const TimelineEvent& e : t.ranks[r]) {
+      if (e.stream != Stream::Compute) continue;
+      const int b_stage = e.action.op == Op::OverlapFB ? e.action.b_stage : -1;
+      if (!seen.emplace(e.action.op, e.action.stage, b_stage).second) continue;
+      std::vector<Phase> phases = cost.phases(static_cast<int>(r), e.action);
+      if (!phases.empty()) out.push_back({e.action.op, e.action.stage, b_stage, std::move(phases)});
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -116,6 +135,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   if (!req.ranking_only) {
     out.metrics = compute_metrics(out.result.timeline);
     out.in_action_comm = mean_in_action_comm(out.result.timeline, *cost);
+    out.phases = timeline_phases(out.result.timeline, *cost);
   } else {
     out.metrics.makespan_ns = out.result.makespan_ns;
   }

@@ -10,10 +10,12 @@
 //
 // A fixture that differs from what pipelab writes now fails here; PIPELAB_UPDATE_GOLDEN=1 rewrites
 // the fixtures (then run the tests again with it to rewrite the goldens rendered from them).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <ostream>
 
 #include "pipelab/base/error.h"
@@ -29,6 +31,7 @@ namespace pipelab::reports {
 namespace {
 
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 constexpr std::int64_t kMs = 1'000'000;
 constexpr std::int64_t kGiB = std::int64_t{1} << 30;
@@ -283,6 +286,31 @@ TEST(ToJson, DeviceActivityRoundTrips) {
   json bad = to_json(run);
   bad["measured"]["device_activity"][0]["end_ns"] = 1;  // ends before it starts
   EXPECT_THROW(load_result(bad, "bad"), InputError);
+}
+
+// A simulated MoE run's phases survive the round trip and are written only when there are some;
+// a bad entry is named.
+TEST(ToJson, PhasesRoundTrip) {
+  ReportInput sim = simulate_fixture();
+  EXPECT_EQ(to_json(sim).dump().find("\"phases\""), std::string::npos);
+  sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6, 0, 0}, {"dispatch", 4, 4, 4}}},
+                                     {Op::OverlapFB, 0, 1, {{"F experts | B dispatch", 9, 9, 2}}}};
+  EXPECT_EQ(load_result(to_json(sim), sim.name), sim);
+  auto error = [&](const std::function<void(json&)>& edit) {
+    json bad = to_json(sim);
+    edit(bad["phases"]);
+    try {
+      load_result(bad, "bad");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_THAT(error([](json& p) { p[0]["phases"][1]["exposed_comm_ns"] = 5; }), HasSubstr("phases[0].phases[1]"));
+  EXPECT_THAT(error([](json& p) { p[0]["op"] = "SEND_F"; }), HasSubstr("must be a compute op"));
+  EXPECT_THAT(error([](json& p) { p[0]["b_stage"] = 3; }), HasSubstr("OVERLAP_F_B entries only"));
+  EXPECT_THAT(error([](json& p) { p[1].erase("b_stage"); }), HasSubstr("b_stage"));
+  EXPECT_THAT(error([](json& p) { p[1]["phases"] = json::array(); }), HasSubstr("must not be empty"));
 }
 
 }  // namespace

@@ -73,6 +73,22 @@ TEST(HtmlReport, SimulateHasOneRowPerRankAndOneBoxPerEvent) {
   EXPECT_GE(select(els, "text", "tick").size(), 5u);
 }
 
+// An action with phases gets a strip of one rect.phase per phase, its exposed communication in a
+// rect.phase-exposed, and the legend explains them; results without phases draw none.
+TEST(HtmlReport, PhaseStripUnderMoeActions) {
+  ReportInput sim = fixture("simulate_1f1b_2r_3mb.json");
+  EXPECT_EQ(render_html({sim}).find("class=\"phase"), std::string::npos);
+  sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6, 0, 0}, {"dispatch", 4, 4, 4}}}};
+  const std::string html = render_html({sim});
+  const auto els = scan_html(html);
+  const auto phases = select(els, "rect", "phase");
+  ASSERT_EQ(phases.size(), 6u);  // 3 forwards of stage 0
+  EXPECT_EQ(count_if_attr(els, phases, "data-phase", "dispatch"), 3);
+  EXPECT_THAT(els[static_cast<std::size_t>(phases[1])].attr("data-tip"), HasSubstr("dispatch   0F0"));
+  EXPECT_EQ(select(els, "rect", "phase-exposed").size(), 3u);
+  EXPECT_THAT(html, HasSubstr("exposed communication</span>"));
+}
+
 TEST(HtmlReport, HeaderTablesAndCharts) {
   const std::string html = render_html({fixture("compare_2r_4mb.json")});
   const auto els = scan_html(html);

@@ -32,9 +32,10 @@ void expect_schema(const json& trace) {
       EXPECT_GE(e["dur"].get<double>(), 0);
       ASSERT_TRUE(e.contains("cat") && e["cat"].is_string());
       ASSERT_TRUE(e["args"].is_object());
-      const bool device = e["cat"] == "kernel" || e["cat"] == "memcpy";  // a GPU run's CUPTI activity
+      // A GPU run's CUPTI activity, or a simulated MoE run's phases: detail under an action.
+      const bool device = e["cat"] == "kernel" || e["cat"] == "memcpy" || e["cat"] == "phase";
       for (const char* k : {"stage", "microbatch", "bytes", "flops"}) {
-        if (!device || std::string(k) == "bytes") {
+        if (!device || (std::string(k) == "bytes" && e["cat"] != "phase")) {
           EXPECT_TRUE(e["args"].contains(k)) << k;
         }
       }
@@ -155,6 +156,31 @@ TEST(ChromeTrace, DeviceActivityGoesUnderItsRank) {
   EXPECT_DOUBLE_EQ(kernels["sm90_gemm_bf16"]["dur"].get<double>(), 3.0);
   EXPECT_EQ(kernels["memcpy"]["cat"], "memcpy");
   EXPECT_EQ(kernels["memcpy"]["pid"], 1000);
+}
+
+// A simulated MoE run's phases go on a "phases" thread of each rank, tiling every action of
+// their kind.
+TEST(ChromeTrace, PhasesTileTheirActionsOnTheirOwnThread) {
+  ReportInput sim = fixture("simulate_1f1b_2r_3mb.json");
+  sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6, 0, 0}, {"dispatch", 4, 4, 4}}}};
+  const json trace = json::parse(render_chrome_trace({sim}));
+  expect_schema(trace);
+  std::vector<json> phases;
+  bool named = false;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["tid"] == 5) phases.push_back(e);
+    if (e["ph"] == "M" && e["tid"] == 5 && e["name"] == "thread_name") named = named || e["args"]["name"] == "phases";
+  }
+  EXPECT_TRUE(named);
+  ASSERT_EQ(phases.size(), 6u);  // 3 forwards of stage 0, 2 phases each
+  // 0F0 runs 0-10 ms: 6 ms, then 4 ms of exposed dispatch.
+  EXPECT_EQ(phases[0]["name"], "attention & dense");
+  EXPECT_EQ(phases[0]["args"]["action"], "0F0");
+  EXPECT_EQ(phases[0]["pid"], 0);
+  EXPECT_DOUBLE_EQ(phases[0]["dur"].get<double>(), 6000.0);
+  EXPECT_EQ(phases[1]["name"], "dispatch");
+  EXPECT_DOUBLE_EQ(phases[1]["ts"].get<double>(), 6000.0);
+  EXPECT_EQ(phases[1]["args"]["exposed_comm_ns"], 4'000'000);
 }
 
 }  // namespace

@@ -54,5 +54,36 @@ TEST(Timeline, ReadsEventsStrictly) {
             "timeline[0]: field \"end_ns\" is before start_ns");
 }
 
+// Phases tile their event: consecutive spans from its start to its end, scaled when the cost
+// model's sum differs from the event's duration; the exposed part stays inside its span.
+TEST(LayOutPhases, SpansTileTheEventInProportion) {
+  const ActionPhases kind{Op::OverlapFB, 1, 6, {{"a", 300, 0, 0}, {"b", 100, 100, 100}, {"c", 600, 200, 50}}};
+  TimelineEvent e{.action = Action::overlap(1, 4, 6, 2), .start_ns = 1000, .end_ns = 3000};
+  EXPECT_TRUE(kind.matches(e.action));
+  EXPECT_FALSE(kind.matches(Action::overlap(1, 4, 5, 2)));
+  EXPECT_FALSE(kind.matches(Action::make(Op::F, 1, 4)));
+  const std::vector<PhaseSpan> spans = lay_out_phases(e, kind);  // twice the phases' 1,000 ns
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].start_ns, 1000);
+  EXPECT_EQ(spans[0].end_ns, 1600);
+  EXPECT_EQ(spans[1].start_ns, 1600);
+  EXPECT_EQ(spans[1].end_ns, 1800);
+  EXPECT_EQ(spans[1].exposed_ns, 200);
+  EXPECT_EQ(spans[2].start_ns, 1800);
+  EXPECT_EQ(spans[2].end_ns, 3000);
+  EXPECT_EQ(spans[2].exposed_ns, 100);
+  EXPECT_EQ(spans[2].phase->name, "c");
+  // Rounding never leaves a gap or passes the end.
+  e.end_ns = 1007;
+  const std::vector<PhaseSpan> small = lay_out_phases(e, kind);
+  for (std::size_t i = 1; i < small.size(); ++i) EXPECT_EQ(small[i].start_ns, small[i - 1].end_ns);
+  EXPECT_EQ(small.back().end_ns, 1007);
+  for (const PhaseSpan& p : small) EXPECT_LE(p.exposed_ns, p.end_ns - p.start_ns);
+  EXPECT_TRUE(lay_out_phases(e, ActionPhases{Op::F, 0, -1, {{"empty", 0, 0, 0}}}).empty());
+  const std::vector<ActionPhases> kinds{ActionPhases{Op::F, 0, -1, {}}, kind};
+  EXPECT_EQ(find_phases(kinds, Action::overlap(1, 9, 6, 8)), &kinds[1]);
+  EXPECT_EQ(find_phases(kinds, Action::make(Op::B, 0, 0)), nullptr);
+}
+
 }  // namespace
 }  // namespace pipelab

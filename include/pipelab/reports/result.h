@@ -99,6 +99,9 @@ struct TimelineResult {
   std::vector<MemorySeries> memory;   // empty when the producer wrote none (written only when not)
   /// Measured GPU runs with --cupti: the kernels and copies of each action (written only when any).
   std::vector<DeviceActivity> device_activity;
+  /// Simulated results of MoE stages and F&B units: how each action kind splits into phases
+  /// (written only when any).
+  std::vector<ActionPhases> phases;
   bool operator==(const TimelineResult&) const = default;
 };
 

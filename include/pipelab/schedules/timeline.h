@@ -46,6 +46,42 @@ struct DeviceActivity {
   bool operator==(const DeviceActivity&) const = default;
 };
 
+/// One phase of a compute action's time (docs/simulator.md, "Phases"): a part of the work, summed
+/// over the stage's layers, with the communication running during it.
+struct Phase {
+  std::string name;                  // "attention", "dispatch", "experts", "combine", "F attention | B combine", ...
+  std::int64_t ns = 0;               // the phase's share of the action's duration
+  std::int64_t comm_ns = 0;          // transfer time of the communication in it
+  std::int64_t exposed_comm_ns = 0;  // what the phase takes beyond its compute alone (<= ns)
+  bool operator==(const Phase&) const = default;
+};
+
+/// How every occurrence of one compute action kind, (op, stage) or an F&B unit's (stage, b_stage),
+/// splits into consecutive phases, in order; each occurrence's duration is split in proportion.
+struct ActionPhases {
+  Op op = Op::F;
+  int stage = 0;
+  int b_stage = -1;  // F&B units only
+  std::vector<Phase> phases;
+  /// Whether `a` is an occurrence of this kind.
+  bool matches(const Action& a) const { return a.op == op && a.stage == stage && (op != Op::OverlapFB || a.b_stage == b_stage); }
+  bool operator==(const ActionPhases&) const = default;
+};
+
+/// The entry of `kinds` that `a` is an occurrence of, or null.
+const ActionPhases* find_phases(const std::vector<ActionPhases>& kinds, const Action& a);
+
+/// One phase of one event on the time axis.
+struct PhaseSpan {
+  const Phase* phase = nullptr;
+  std::int64_t start_ns = 0, end_ns = 0;
+  std::int64_t exposed_ns = 0;  // the phase's exposed communication, scaled like its span
+};
+
+/// The phases of `split` laid end to end over event `e`, each scaled by e's duration over the sum of
+/// the phases (the cost model's sum and the event may differ by rounding); the last ends at e.end_ns.
+std::vector<PhaseSpan> lay_out_phases(const TimelineEvent& e, const ActionPhases& split);
+
 struct Timeline {
   // Per rank: compute events in execution order, transfers in the order they were posted (a
   // transfer may start after later compute events); consumers sort intervals themselves.

@@ -20,6 +20,7 @@
 // gradient reduce-scatter over DP x CP.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -83,9 +84,21 @@ class AnalyticCost final : public CostModel {
   /// B experts with F dispatch, F experts with B dispatch, B attention with F combine; each phase
   /// takes the longer of its compute (slowed by the SMs the EP kernels hold) and its transfer.
   double overlap_ns(int f_stage, int b_stage) const;
+  /// MoE stages' F, B, I, W: attention (all compute outside the experts), dispatch, experts, combine
+  /// (in the backward's order for I and B), then the exposed TP/CP/FSDP traffic; F&B units: the four
+  /// phases of overlap_ns, then both halves' TP/CP/FSDP traffic. Empty for stages without experts.
+  std::vector<Phase> phases(int rank, const Action& a) const override;
 
  private:
   enum class Pass { F, I, W };  // forward, input-grad, weight-grad
+
+  /// One of an F&B unit's overlapped phases: one half's compute beside the other half's transfer.
+  struct PairedPhase {
+    const char* name;
+    double compute_ns, transfer_ns;
+    double ns;  // the longer of the transfer and the compute slowed by the EP kernels' SMs
+  };
+  std::array<PairedPhase, 4> paired_phases(int f_stage, int b_stage) const;
 
   /// One layer's pass; `full_recompute`: I re-runs the layer's forward first.
   PassCost layer_pass(int layer, Pass pass, bool full_recompute) const;

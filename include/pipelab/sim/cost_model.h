@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "pipelab/schedules/action.h"
+#include "pipelab/schedules/timeline.h"
 
 namespace pipelab::sim {
 
@@ -46,6 +48,9 @@ class CostModel {
   /// The optimizer step on one GPU that updates `params` parameters (its shard of them), in ns.
   /// Zero for models that do not time it (uniform, profiled: the runtime runs no optimizer).
   virtual std::int64_t optimizer_step_ns(double /*params*/) const { return 0; }
+  /// How compute action `a` on `rank` splits into phases, in order, their times summing to its
+  /// duration (docs/simulator.md, "Phases"); empty when the model does not split it.
+  virtual std::vector<Phase> phases(int /*rank*/, const Action& /*a*/) const { return {}; }
 };
 
 }  // namespace pipelab::sim

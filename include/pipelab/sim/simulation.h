@@ -73,6 +73,9 @@ struct SimulationOutcome {
   /// Mean over ranks of the communication inside the rank's compute actions (the cost model's
   /// in_action_comm summed over its timeline).
   InActionComm in_action_comm;
+  /// How the cost model splits the timeline's compute actions into phases (MoE stages and F&B units
+  /// under analytic costs; empty otherwise), one entry per action kind.
+  std::vector<ActionPhases> phases;
   /// The optimizer step after the pipeline (the cost model's, for the rank with the most to update;
   /// 0 under uniform or profiled costs). The throughput's iteration time is makespan + this step
   /// (--iterations N: the N-1 steps between iterations are in the makespan, the last one is added).
