@@ -196,6 +196,27 @@ TEST_F(ParallelRules, RiskyButLegalChoicesWarn) {
   EXPECT_THAT(w2, HasSubstr("sequence_parallel has no effect with tp=1"));
 }
 
+// Megatron's default dispatcher all-gathers every token over the EP x ETP group: across nodes that
+// is a warning; inside a node, or with alltoall, it is not.
+TEST_F(ParallelRules, AllgatherDispatcherAcrossNodesWarns) {
+  const ModelSpec mixtral = model_preset("mixtral-8x7b");
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = 4;
+  c.ep = 8;
+  c.etp = 2;
+  c.world = 64;
+  c.gbs = 64;
+  const ConfigCheck across = check(c, mixtral, gpu_preset("h100-sxm"));
+  EXPECT_TRUE(has_rule(across.warnings, "moe_token_dispatcher_type", "allgather_across_nodes"));
+  EXPECT_THAT(all_messages(across.warnings), HasSubstr("allgather (Megatron's default) with ep*etp=16 beyond one node of 8 GPUs"));
+  c.etp = 1;
+  EXPECT_FALSE(has_rule(check(c, mixtral, gpu_preset("h100-sxm")).warnings, "moe_token_dispatcher_type", "allgather_across_nodes"));
+  c.etp = 2;
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  EXPECT_FALSE(has_rule(check(c, mixtral, gpu_preset("h100-sxm")).warnings, "moe_token_dispatcher_type", "allgather_across_nodes"));
+}
+
 TEST_F(ParallelRules, RequireValidJoinsEveryError) {
   ParallelConfig c = good_config();
   c.stage_layers = {80};
