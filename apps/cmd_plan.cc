@@ -91,6 +91,7 @@ reports::Summary summary_of(const plan::PlanPoint& p) {
           .tokens_per_iteration = p.tokens_per_iteration,
           .pipeline_bubble_ratio = p.idle.pipeline_bubble_ratio,
           .stage_imbalance = p.idle.stage_imbalance,
+          .span_bubble_rate = p.idle.span_bubble_rate,
           .exposed_pp_comm_ns = p.idle.exposed_pp_comm_ns,
           .exposed_dp_comm_ns = p.idle.exposed_dp_comm_ns,
           .other_idle_ns = p.idle.other_idle_ns,

@@ -41,7 +41,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
         "makespan_ns,bubble_ratio,tflops_per_gpu,mfu,tokens_per_s_per_gpu,max_peak_memory_bytes,peak_memory_bytes,"
         "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration,pipeline_bubble_ratio,stage_imbalance,"
         "exposed_pp_comm_ns,exposed_dp_comm_ns,other_idle_ns,exposed_tp_comm_ns,exposed_ep_comm_ns,exposed_cp_comm_ns,"
-        "exposed_fsdp_comm_ns\n";
+        "exposed_fsdp_comm_ns,span_bubble_rate\n";
   for (const ReportInput& in : inputs) {
     const auto& c = in.config;
     std::ostringstream cfg;
@@ -54,7 +54,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
     for (const ScheduleResult& s : in.schedules) {
       if (s.failed()) {
         os << lead << csv_field(s.schedule) << ",,error," << csv_field(s.error) << "," << config_fields
-           << ",,,,,,,,,,,,,,,,,,,,,\n";
+           << ",,,,,,,,,,,,,,,,,,,,,,\n";
         continue;
       }
       for (const TimelineResult& run : s.runs) {
@@ -70,7 +70,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
            << json_number(m.model_flops) << "," << m.tokens_per_iteration << "," << json_number(m.pipeline_bubble_ratio) << ","
            << json_number(m.stage_imbalance) << "," << m.exposed_pp_comm_ns << "," << m.exposed_dp_comm_ns << "," << m.other_idle_ns
            << "," << m.exposed_tp_comm_ns << "," << m.exposed_ep_comm_ns << "," << m.exposed_cp_comm_ns << ","
-           << m.exposed_fsdp_comm_ns << "\n";
+           << m.exposed_fsdp_comm_ns << "," << json_number(m.span_bubble_rate) << "\n";
       }
     }
   }

@@ -220,7 +220,8 @@ void schedule_section(std::ostringstream& os, const ComparisonTable& t, const Re
     for (const TableRow& r : t.rows) {
       if (r.run != &run) continue;
       os << "<p class=\"stats\">" << (s.runs.size() > 1 ? "<b>" + html_escape(run.source) + "</b>: " : "")
-         << "iteration " << r.text[kIterationTime] << " ms &middot; bubble " << r.text[kBubble] << "% (pipeline " << r.text[kPipelineBubble] << "%) &middot; "
+         << "iteration " << r.text[kIterationTime] << " ms &middot; bubble " << r.text[kBubble] << "% (pipeline " << r.text[kPipelineBubble]
+         << "%; zero-bubble paper's rate " << fixed(run.summary.span_bubble_rate * 100, 2) << "%) &middot; "
          << r.text[kTflops] << " TFLOP/s/GPU &middot; MFU " << r.text[kMfu] << "% &middot; " << r.text[kTokens]
          << " tokens/s/GPU &middot; peak memory " << r.text[kPeakMemory] << " GiB"
          << (r.oom ? " <span class=\"oom-badge\">OOM</span>" : "") << " &middot; exposed comm "

@@ -27,9 +27,9 @@ struct Field {
 };
 
 // In the order the loader checks them (the first problem is the one reported).
-// The idle split, in-action communication and optimizer step came later: older files lack them
+// The idle split, span bubble rate, in-action communication and optimizer step came later: older files lack them
 // (read as 0).
-inline constexpr std::array<Field<Summary>, 21> kSummaryFields{{
+inline constexpr std::array<Field<Summary>, 22> kSummaryFields{{
     {"makespan_ns", &Summary::makespan_ns},
     {"bubble_ratio", &Summary::bubble_ratio},
     {"tflops_per_gpu", &Summary::tflops_per_gpu},
@@ -43,6 +43,7 @@ inline constexpr std::array<Field<Summary>, 21> kSummaryFields{{
     {"tokens_per_iteration", &Summary::tokens_per_iteration},
     {"pipeline_bubble_ratio", &Summary::pipeline_bubble_ratio, false},
     {"stage_imbalance", &Summary::stage_imbalance, false},
+    {"span_bubble_rate", &Summary::span_bubble_rate, false},
     {"exposed_pp_comm_ns", &Summary::exposed_pp_comm_ns, false},
     {"exposed_dp_comm_ns", &Summary::exposed_dp_comm_ns, false},
     {"other_idle_ns", &Summary::other_idle_ns, false},

@@ -59,6 +59,7 @@ std::string idle_breakdown(const Summary& m) {
   std::string out = "bubble " + pct(m.bubble_ratio) + " = pipeline " + pct(m.pipeline_bubble_ratio) + " + imbalance " +
                     pct(m.stage_imbalance) + " + PP comm " + share(m.exposed_pp_comm_ns) + " + DP comm " + share(m.exposed_dp_comm_ns);
   if (m.other_idle_ns > 0) out += " + other " + share(m.other_idle_ns);
+  out += " (zero-bubble paper's rate " + pct(m.span_bubble_rate) + ")";
   auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3) + " ms"; };
   out += "; in compute: TP " + ms(m.exposed_tp_comm_ns);
   if (m.exposed_ep_comm_ns > 0) out += ", EP " + ms(m.exposed_ep_comm_ns);

@@ -26,6 +26,7 @@ TimelineResult make_timeline_result(TimelineFacts facts, const TimelineMetrics& 
   s.tokens_per_s_per_gpu = throughput.tokens_per_s_per_gpu;
   s.exposed_comm_ns = metrics.exposed_comm_ns;
   s.pipeline_bubble_ratio = metrics.pipeline_bubble_ratio;
+  s.span_bubble_rate = metrics.span_bubble_rate;
   s.stage_imbalance = metrics.stage_imbalance;
   s.exposed_pp_comm_ns = metrics.exposed_pp_comm_ns;
   s.exposed_dp_comm_ns = metrics.exposed_dp_comm_ns;

@@ -37,6 +37,7 @@ TimelineMetrics compute_metrics(const Timeline& t) {
     merge(compute);
     merge(comm);
     rm.busy_ns = total(compute);
+    rm.span_ns = compute.empty() ? 0 : compute.back().second - compute.front().first;
     rm.idle_ns = m.makespan_ns - rm.busy_ns;
     rm.comm_ns = total(comm);
     rm.exposed_comm_ns = uncovered(comm, compute);
@@ -49,6 +50,12 @@ TimelineMetrics compute_metrics(const Timeline& t) {
     parts_sum.exposed_dp_comm_ns += rm.idle.exposed_dp_comm_ns;
     parts_sum.other_ns += rm.idle.other_ns;
   }
+  std::int64_t max_span = 0, max_busy = 0;
+  for (const RankMetrics& rm : m.ranks) {
+    max_span = std::max(max_span, rm.span_ns);
+    max_busy = std::max(max_busy, rm.busy_ns);
+  }
+  if (max_span > 0) m.span_bubble_rate = static_cast<double>(max_span - max_busy) / static_cast<double>(max_span);
   if (!t.ranks.empty() && m.makespan_ns > 0) {
     const double rank_time = static_cast<double>(t.ranks.size()) * static_cast<double>(m.makespan_ns);
     const auto ranks = static_cast<std::int64_t>(t.ranks.size());

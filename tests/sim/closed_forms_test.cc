@@ -91,6 +91,27 @@ TEST(ClosedForm, ZbVHasZeroBubbleWhenFEqualsIEqualsW) {
   }
 }
 
+// The zero-bubble paper's bubble rate (§5.3), (cost − m(T_F+T_B+T_W)) / cost with cost the longest
+// stage span, is its README's table when F = I = W: 1F1B (p−1)/(m+p−1), ZB-H1 (p−1)/(3m+p−1), ZB-H2
+// and ZB-V 0; and with other costs it is each stage's own gap over its span.
+TEST(ClosedForm, SpanBubbleRateIsTheZeroBubblePapersTable) {
+  for (int P : {2, 4, 8}) {
+    for (int m : {2 * P, 3 * P}) {
+      const double p = P, mm = m;
+      const Costs equal{100, 100, 100};
+      EXPECT_DOUBLE_EQ(compute_metrics(run_uniform("1f1b", P, 1, m, times(equal)).timeline).span_bubble_rate, (p - 1) / (mm + p - 1));
+      EXPECT_DOUBLE_EQ(compute_metrics(run_uniform("zb-h1", P, 1, m, times(equal)).timeline).span_bubble_rate, (p - 1) / (3 * mm + p - 1));
+      EXPECT_EQ(compute_metrics(run_uniform("zb-h2", P, 1, m, times(equal)).timeline).span_bubble_rate, 0) << "P" << P << " m" << m;
+      EXPECT_EQ(compute_metrics(run_uniform("zb-v", P, 2, m, times(equal)).timeline).span_bubble_rate, 0) << "P" << P << " m" << m;
+      for (const Costs& c : kCosts) {
+        const sim::SimResult r = run_uniform("zb-h1", P, 1, m, times(c));
+        const double gap = static_cast<double>(max_window_idle_ns(r.timeline)), work = mm * static_cast<double>(c.f + c.i + c.w);
+        EXPECT_DOUBLE_EQ(compute_metrics(r.timeline).span_bubble_rate, gap / (gap + work)) << "P" << P << " m" << m << " f" << c.f;
+      }
+    }
+  }
+}
+
 // The DualPipe README table (= DeepSeek-V3 Table 2) is derived for F = I (forward and input-grad
 // chunks equally long) and an F&B unit no faster than F then B; there it is exact. With other
 // ratios it is an approximation and the simulator reports the schedule's true bubble (see

@@ -42,6 +42,7 @@ struct Summary {
   // means over ranks.
   double pipeline_bubble_ratio = 0;
   double stage_imbalance = 0;
+  double span_bubble_rate = 0;  // the zero-bubble paper's bubble rate, from the stages' spans
   std::int64_t exposed_pp_comm_ns = 0;
   std::int64_t exposed_dp_comm_ns = 0;
   std::int64_t other_idle_ns = 0;

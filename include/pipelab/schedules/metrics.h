@@ -16,6 +16,7 @@ struct RankMetrics {
   std::int64_t idle_ns = 0;          // makespan - busy_ns
   std::int64_t comm_ns = 0;          // union of send/recv intervals on this rank
   std::int64_t exposed_comm_ns = 0;  // communication time not overlapped by this rank's compute
+  std::int64_t span_ns = 0;          // first compute start to last compute end (0 without compute)
   double flops = 0;                  // sum of the rank's compute flops
   IdleParts idle;                    // idle_ns by cause (split_idle); idle.total() == idle_ns
 };
@@ -25,6 +26,9 @@ struct TimelineMetrics {
   double bubble_ratio = 0;           // sum(idle) / (ranks * makespan): ALL idle time; 0 for an empty timeline
   double pipeline_bubble_ratio = 0;  // sum(idle.pipeline_bubble_ns) / (ranks * makespan); 0 at PP=1
   double stage_imbalance = 0;        // sum(idle.imbalance_ns) / (ranks * makespan)
+  /// The zero-bubble paper's bubble rate (Qi et al. 2023, section 5.3): (cost - compute) / cost with
+  /// cost = the longest stage span and compute = the busiest rank's compute; 0 without compute.
+  double span_bubble_rate = 0;
   std::int64_t exposed_comm_ns = 0;  // mean over ranks of exposed communication
   std::int64_t exposed_pp_comm_ns = 0;  // mean over ranks of idle.exposed_pp_comm_ns
   std::int64_t exposed_dp_comm_ns = 0;  // mean over ranks of idle.exposed_dp_comm_ns
