@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the seed corpora of the fuzz targets (fuzz/corpus/<target>/) with pipelab itself: schedule
 # JSON and CSV from `pipelab show`, model and GPU specs as shipped, a measured profile from
-# `pipelab profile`, results from `simulate`, `compare` and `run`, Megatron layout strings, a
+# `pipelab profile`, results from `simulate` (one of an MoE model, with phases), `compare` and `run`, Megatron layout strings, a
 # launch script, AutoModel YAML configs and run tables. Small configurations keep every seed a few
 # KB, so libFuzzer's mutations stay fast.
 #   fuzz/make_corpus.sh [path/to/pipelab]      (default build/apps/pipelab)
@@ -30,6 +30,9 @@ for g in h100-sxm gb200 a100-80g; do cp "profiles/gpus/$g.json" "$out/gpu_spec/"
 model=(--model llama3-8b --tp 1 --pp 2 --dp 1 --microbatches 2 --num-layers 4)
 "$pipelab" simulate "${model[@]}" --schedule 1f1b --json "$out/result/simulate.json" > /dev/null
 "$pipelab" compare "${model[@]}" --schedules 1f1b,dualpipe --json "$out/result/compare.json" > /dev/null
+# An MoE result carries the phases of its actions and F&B units.
+"$pipelab" simulate --model mixtral-8x7b --num-layers 4 --tp 1 --pp 2 --ep 2 --dp 2 --microbatches 4 --schedule dualpipev \
+  --moe-token-dispatcher-type alltoall --json "$out/result/simulate_moe.json" > /dev/null
 "$pipelab" run --backend cpu --schedule 1f1b --pp 2 --microbatches 2 --iterations 1 --warmup 0 --hidden 32 --ffn 64 --heads 2 \
   --seq 16 --mbs 1 --layers-per-stage 1 --profile "$out/profile/cpu.json" --check-gradients --json "$out/result/run.json" > /dev/null
 
