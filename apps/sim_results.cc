@@ -21,7 +21,8 @@ reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o, bool
                                .exposed_cp_comm_ns = std::llround(o.in_action_comm.cp_ns),
                                .exposed_fsdp_comm_ns = std::llround(o.in_action_comm.fsdp_ns),
                                .optimizer_step_ns = o.optimizer_step_ns,
-                               .phases = detailed ? o.phases : std::vector<ActionPhases>{}};
+                               .phases = detailed ? o.phases : std::vector<ActionPhases>{},
+                               .phase_totals = o.phase_totals};
   for (const sim::StaticMemory& m : o.static_memory) {
     facts.static_memory_bytes.push_back(m.total());
     facts.static_parts.push_back({m.params_bytes, m.grads_bytes, m.optimizer_bytes, m.comm_buffers_bytes});

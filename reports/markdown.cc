@@ -189,9 +189,9 @@ std::string render_markdown(const std::vector<ReportInput>& given) {
   // MoE phases
   std::vector<std::vector<std::string>> phase_rows;
   for (const TableRow& r : t.rows) {
-    for (const PhaseTotal& p : phase_totals(r.run->timeline, r.run->phases)) {
-      std::vector<std::string> row{cell(r.label), cell(p.name), fixed(p.ns / 1e6, 3), fixed(p.comm_ns / 1e6, 3),
-                                   fixed(p.exposed_comm_ns / 1e6, 3)};
+    for (const Phase& p : r.run->phase_totals) {
+      auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3); };
+      std::vector<std::string> row{cell(r.label), cell(p.name), ms(p.ns), ms(p.comm_ns), ms(p.exposed_comm_ns)};
       if (t.multi_input) row.insert(row.begin(), cell(r.input->name));
       phase_rows.push_back(std::move(row));
     }

@@ -160,6 +160,7 @@ TimelineResult read_timeline_result(const JsonReader& r, std::string source) {
   if (r.has("memory")) t.memory = r.array("memory", "an array").objects(read_memory_series);
   if (r.has("device_activity")) t.device_activity = r.array("device_activity", "an array").objects(read_device_activity);
   if (r.has("phases")) t.phases = r.array("phases", "an array").objects(read_action_phases);
+  if (r.has("phase_totals")) t.phase_totals = r.array("phase_totals", "an array").objects(read_phase);
   return t;
 }
 

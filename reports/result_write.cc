@@ -53,8 +53,16 @@ using DeferredTimelines = std::vector<const Timeline*>;
 
 std::string timeline_marker(std::size_t k) { return "\u0001pipelab timeline " + std::to_string(k); }
 
+json phases_json(const std::vector<Phase>& phases) {
+  json out = json::array();
+  for (const Phase& p : phases) {
+    out.push_back({{"name", p.name}, {"ns", p.ns}, {"comm_ns", p.comm_ns}, {"exposed_comm_ns", p.exposed_comm_ns}});
+  }
+  return out;
+}
+
 // {"summary", "ranks", "timeline"}, "memory" when the producer tracked it, "device_activity"
-// when a GPU run recorded it, "phases" when the cost model split actions into phases.
+// when a GPU run recorded it, "phases" and "phase_totals" when the cost model split actions into phases.
 json timeline_result_json(const TimelineResult& t, DeferredTimelines* deferred) {
   json ranks = json::array();
   for (const RankRow& r : t.ranks) ranks.push_back(rank_json(r));
@@ -86,16 +94,13 @@ json timeline_result_json(const TimelineResult& t, DeferredTimelines* deferred) 
   if (!t.phases.empty()) {
     json kinds = json::array();
     for (const ActionPhases& k : t.phases) {
-      json phases = json::array();
-      for (const Phase& p : k.phases) {
-        phases.push_back({{"name", p.name}, {"ns", p.ns}, {"comm_ns", p.comm_ns}, {"exposed_comm_ns", p.exposed_comm_ns}});
-      }
-      json kind = {{"op", op_name(k.op)}, {"stage", k.stage}, {"phases", std::move(phases)}};
+      json kind = {{"op", op_name(k.op)}, {"stage", k.stage}, {"phases", phases_json(k.phases)}};
       if (k.op == Op::OverlapFB) kind["b_stage"] = k.b_stage;
       kinds.push_back(std::move(kind));
     }
     j["phases"] = std::move(kinds);
   }
+  if (!t.phase_totals.empty()) j["phase_totals"] = phases_json(t.phase_totals);
   return j;
 }
 

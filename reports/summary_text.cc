@@ -7,7 +7,6 @@
 #include "format.h"
 #include "pipelab/reports/render.h"
 #include "table_model.h"
-#include "timeline_view.h"
 
 namespace pipelab::reports {
 
@@ -70,10 +69,10 @@ std::string idle_breakdown(const Summary& m) {
 }
 
 // "attention & dense 512.300 ms, dispatch 120.000 ms (exposed 120.000 ms), ...": the MoE phases per rank.
-std::string phase_line(const std::vector<PhaseTotal>& totals) {
-  auto ms = [](double ns) { return fixed(ns / 1e6, 3) + " ms"; };
+std::string phase_line(const std::vector<Phase>& totals) {
+  auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3) + " ms"; };
   std::string out;
-  for (const PhaseTotal& p : totals) {
+  for (const Phase& p : totals) {
     if (!out.empty()) out += ", ";
     out += p.name + " " + ms(p.ns);
     if (p.exposed_comm_ns > 0) out += " (exposed " + ms(p.exposed_comm_ns) + ")";
@@ -111,7 +110,7 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
         std::snprintf(line, sizeof line, "#   %-18s ", r.label.c_str());
         if (!s.pipeline_layout.empty()) layouts += line + s.pipeline_layout + "\n";
         idle += line + idle_breakdown(r.run->summary) + "\n";
-        if (const auto totals = phase_totals(r.run->timeline, r.run->phases); !totals.empty()) phases += line + phase_line(totals) + "\n";
+        if (!r.run->phase_totals.empty()) phases += line + phase_line(r.run->phase_totals) + "\n";
         if (const RankRow* fullest = fullest_rank(*r.run)) memory += line + memory_breakdown(*fullest) + "\n";
         if (!s.memory_advice.empty()) advice += "# " + r.label + " does not fit; " + s.memory_advice + "\n";
         if (capacity.empty() && r.run->summary.memory_capacity_bytes > 0) {

@@ -64,6 +64,7 @@ TimelineResult make_timeline_result(TimelineFacts facts, const TimelineMetrics& 
   }
   out.timeline = std::move(facts.timeline);
   out.phases = std::move(facts.phases);
+  out.phase_totals = std::move(facts.phase_totals);
   return out;
 }
 

@@ -74,29 +74,4 @@ std::vector<std::vector<std::string>> timeline_text_grid(const Timeline& t) {
   return grid;
 }
 
-std::vector<PhaseTotal> phase_totals(const Timeline& t, const std::vector<ActionPhases>& kinds) {
-  std::vector<PhaseTotal> out;
-  if (kinds.empty() || t.ranks.empty()) return out;
-  for (const std::vector<TimelineEvent>& rank : t.ranks) {
-    for (const TimelineEvent& e : rank) {
-      const ActionPhases* kind = e.stream == Stream::Compute ? find_phases(kinds, e.action) : nullptr;
-      if (kind == nullptr) continue;
-      for (const PhaseSpan& p : lay_out_phases(e, *kind)) {
-        auto it = std::find_if(out.begin(), out.end(), [&](const PhaseTotal& x) { return x.name == p.phase->name; });
-        if (it == out.end()) it = out.insert(out.end(), PhaseTotal{p.phase->name});
-        it->ns += static_cast<double>(p.end_ns - p.start_ns);
-        it->comm_ns += static_cast<double>(p.phase->comm_ns);
-        it->exposed_comm_ns += static_cast<double>(p.exposed_ns);
-      }
-    }
-  }
-  for (PhaseTotal& p : out) {
-    const double n = static_cast<double>(t.ranks.size());
-    p.ns /= n;
-    p.comm_ns /= n;
-    p.exposed_comm_ns /= n;
-  }
-  return out;
-}
-
 }  // namespace pipelab::reports::detail

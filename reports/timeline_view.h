@@ -21,13 +21,5 @@ std::vector<std::vector<int>> chunk_of_events(const Timeline& t);
 /// Cells are compact IR labels, "." where a rank computes nothing in a column.
 std::vector<std::vector<std::string>> timeline_text_grid(const Timeline& t);
 
-/// One phase name's time over a timeline, mean per rank.
-struct PhaseTotal {
-  std::string name;
-  double ns = 0, comm_ns = 0, exposed_comm_ns = 0;
-};
-/// The phases of `kinds` summed over the timeline's compute events, by name in order of first
-/// appearance, divided by the ranks; empty when no event has phases.
-std::vector<PhaseTotal> phase_totals(const Timeline& t, const std::vector<ActionPhases>& kinds);
 
 }  // namespace pipelab::reports::detail

@@ -59,6 +59,32 @@ std::vector<PhaseSpan> lay_out_phases(const TimelineEvent& e, const ActionPhases
   return out;
 }
 
+std::vector<Phase> phase_totals(const Timeline& t, const std::vector<ActionPhases>& kinds) {
+  struct Sum {
+    std::string name;
+    double ns = 0, comm_ns = 0, exposed_ns = 0;
+  };
+  std::vector<Sum> sums;
+  if (kinds.empty()) return {};
+  for (const std::vector<TimelineEvent>& rank : t.ranks) {
+    for (const TimelineEvent& e : rank) {
+      const ActionPhases* kind = e.stream == Stream::Compute ? find_phases(kinds, e.action) : nullptr;
+      if (kind == nullptr) continue;
+      for (const PhaseSpan& p : lay_out_phases(e, *kind)) {
+        auto it = std::find_if(sums.begin(), sums.end(), [&](const Sum& s) { return s.name == p.phase->name; });
+        if (it == sums.end()) it = sums.insert(sums.end(), Sum{p.phase->name});
+        it->ns += static_cast<double>(p.end_ns - p.start_ns);
+        it->comm_ns += static_cast<double>(p.phase->comm_ns);
+        it->exposed_ns += static_cast<double>(p.exposed_ns);
+      }
+    }
+  }
+  std::vector<Phase> out;
+  const double n = static_cast<double>(t.ranks.size());
+  for (const Sum& s : sums) out.push_back({s.name, std::llround(s.ns / n), std::llround(s.comm_ns / n), std::llround(s.exposed_ns / n)});
+  return out;
+}
+
 nlohmann::json timeline_to_json(const Timeline& t) {
   nlohmann::json out = nlohmann::json::array();
   for (std::size_t r = 0; r < t.ranks.size(); ++r) {

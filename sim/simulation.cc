@@ -136,6 +136,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
     out.metrics = compute_metrics(out.result.timeline);
     out.in_action_comm = mean_in_action_comm(out.result.timeline, *cost);
     out.phases = timeline_phases(out.result.timeline, *cost);
+    out.phase_totals = phase_totals(out.result.timeline, out.phases);
   } else {
     out.metrics.makespan_ns = out.result.makespan_ns;
   }

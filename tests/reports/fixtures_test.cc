@@ -295,6 +295,7 @@ TEST(ToJson, PhasesRoundTrip) {
   EXPECT_EQ(to_json(sim).dump().find("\"phases\""), std::string::npos);
   sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6, 0, 0}, {"dispatch", 4, 4, 4}}},
                                      {Op::OverlapFB, 0, 1, {{"F experts | B dispatch", 9, 9, 2}}}};
+  sim.schedules[0].runs[0].phase_totals = {{"attention & dense", 18, 0, 0}, {"dispatch", 12, 12, 12}};
   EXPECT_EQ(load_result(to_json(sim), sim.name), sim);
   auto error = [&](const std::function<void(json&)>& edit) {
     json bad = to_json(sim);
@@ -311,6 +312,9 @@ TEST(ToJson, PhasesRoundTrip) {
   EXPECT_THAT(error([](json& p) { p[0]["b_stage"] = 3; }), HasSubstr("OVERLAP_F_B entries only"));
   EXPECT_THAT(error([](json& p) { p[1].erase("b_stage"); }), HasSubstr("b_stage"));
   EXPECT_THAT(error([](json& p) { p[1]["phases"] = json::array(); }), HasSubstr("must not be empty"));
+  json bad = to_json(sim);
+  bad["phase_totals"][1]["comm_ns"] = -1;
+  EXPECT_THROW(load_result(bad, "bad"), InputError);
 }
 
 }  // namespace

@@ -55,8 +55,7 @@ TEST(SummaryText, NoBestWithFewerThanTwoFitting) {
 TEST(SummaryText, PhasesPerRank) {
   ReportInput sim = testing::fixture("simulate_1f1b_2r_3mb.json");
   EXPECT_EQ(render_summary_text({sim}).find("MoE phases"), std::string::npos);
-  sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6, 0, 0}, {"dispatch", 4, 4, 4}}}};
-  // Rank 0's three forwards over two ranks: 3 x 6 / 2 and 3 x 4 / 2 ms.
+  sim.schedules[0].runs[0].phase_totals = {{"attention & dense", 9'000'000, 0, 0}, {"dispatch", 6'000'000, 6'000'000, 6'000'000}};
   EXPECT_THAT(render_summary_text({sim}), HasSubstr("#   1f1b               attention & dense 9.000 ms, dispatch 6.000 ms (exposed 6.000 ms)\n"));
 }
 

@@ -85,5 +85,25 @@ TEST(LayOutPhases, SpansTileTheEventInProportion) {
   EXPECT_EQ(find_phases(kinds, Action::make(Op::B, 0, 0)), nullptr);
 }
 
+// Totals per phase name: summed over every event of the kind on each rank, then the mean over the
+// ranks (a rank without such events counts); other events and streams add nothing.
+TEST(PhaseTotals, SumOverEventsMeanOverRanks) {
+  const std::vector<ActionPhases> kinds{{Op::F, 0, -1, {{"attention & dense", 6, 0, 0}, {"dispatch", 4, 4, 4}}},
+                                        {Op::B, 1, -1, {{"combine", 5, 5, 5}, {"attention & dense", 5, 0, 0}}}};
+  Timeline t;
+  t.ranks.resize(2);
+  t.ranks[0] = {{.action = Action::make(Op::F, 0, 0), .start_ns = 0, .end_ns = 10},
+                {.action = Action::make(Op::F, 0, 1), .start_ns = 10, .end_ns = 30},
+                {.action = Action::make(Op::SendF, 0, 1), .stream = Stream::Send, .start_ns = 30, .end_ns = 40}};
+  t.ranks[1] = {{.action = Action::make(Op::B, 1, 0), .start_ns = 40, .end_ns = 50},
+                {.action = Action::make(Op::F, 1, 0), .start_ns = 50, .end_ns = 60}};
+  const std::vector<Phase> totals = phase_totals(t, kinds);
+  ASSERT_EQ(totals.size(), 3u);
+  EXPECT_EQ(totals[0], (Phase{"attention & dense", 12, 0, 0}));  // (6 + 12 + 5) / 2 = 11.5 rounds to 12
+  EXPECT_EQ(totals[1], (Phase{"dispatch", (4 + 8) / 2, 4, (4 + 8) / 2}));
+  EXPECT_EQ(totals[2], (Phase{"combine", 3, 3, 3}));                            // 2.5 rounds to 3
+  EXPECT_TRUE(phase_totals(t, {}).empty());
+}
+
 }  // namespace
 }  // namespace pipelab

@@ -103,6 +103,9 @@ struct TimelineResult {
   /// Simulated results of MoE stages and F&B units: how each action kind splits into phases
   /// (written only when any).
   std::vector<ActionPhases> phases;
+  /// Each phase's time per rank over the timeline (the producer's phase_totals; written only when
+  /// any, also when the timeline itself is not written).
+  std::vector<Phase> phase_totals;
   bool operator==(const TimelineResult&) const = default;
 };
 

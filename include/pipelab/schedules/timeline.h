@@ -92,6 +92,11 @@ struct Timeline {
   bool operator==(const Timeline&) const = default;
 };
 
+/// Each phase name's time over the timeline's compute events (laid out by lay_out_phases), summed
+/// per rank and averaged over the ranks, rounded to the ns; in order of first appearance. Empty when
+/// no event has phases.
+std::vector<Phase> phase_totals(const Timeline& t, const std::vector<ActionPhases>& kinds);
+
 /// A flat array of {"rank","action","stream","start_ns","end_ns","bytes","flops"} records.
 nlohmann::json timeline_to_json(const Timeline& t);
 /// Throws InputError naming the record and field on malformed input.

@@ -76,6 +76,8 @@ struct SimulationOutcome {
   /// How the cost model splits the timeline's compute actions into phases (MoE stages and F&B units
   /// under analytic costs; empty otherwise), one entry per action kind.
   std::vector<ActionPhases> phases;
+  /// Each phase's time per rank (phase_totals of the timeline), empty without phases.
+  std::vector<Phase> phase_totals;
   /// The optimizer step after the pipeline (the cost model's, for the rank with the most to update;
   /// 0 under uniform or profiled costs). The throughput's iteration time is makespan + this step
   /// (--iterations N: the N-1 steps between iterations are in the makespan, the last one is added).
