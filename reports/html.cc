@@ -172,6 +172,21 @@ void legend(std::ostringstream& os, bool phases) {
      << "</p>\n";
 }
 
+// The result's phase_totals: each MoE phase's time per rank, its communication and what is exposed.
+void phase_table(std::ostringstream& os, const TimelineResult& run) {
+  if (run.phase_totals.empty()) return;
+  auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3); };
+  os << "<details class=\"phases\" open><summary>MoE phases, " << html_escape(run.source)
+     << " (time per rank, each summed over its stage's layers)</summary><div class=\"card\"><table class=\"phases\">"
+        "<thead><tr><th>phase</th><th class=\"num\">time (ms)</th><th class=\"num\">communication (ms)</th>"
+        "<th class=\"num\">exposed (ms)</th></tr></thead><tbody>";
+  for (const Phase& p : run.phase_totals) {
+    os << "<tr data-phase=\"" << attr(p.name) << "\"><td>" << html_escape(p.name) << "</td><td class=\"num\">" << ms(p.ns)
+       << "</td><td class=\"num\">" << ms(p.comm_ns) << "</td><td class=\"num\">" << ms(p.exposed_comm_ns) << "</td></tr>";
+  }
+  os << "</tbody></table></div></details>";
+}
+
 void rank_table(std::ostringstream& os, const TimelineResult& run, bool several) {
   if (run.ranks.empty()) return;
   const std::int64_t cap = run.summary.memory_capacity_bytes;
@@ -243,6 +258,7 @@ void schedule_section(std::ostringstream& os, const ComparisonTable& t, const Re
     memory_svg(os, in, s, run, axis);
     os << "</div>";
   }
+  for (const TimelineResult& run : s.runs) phase_table(os, run);
   for (const TimelineResult& run : s.runs) rank_table(os, run, s.runs.size() > 1);
   os << "</section>\n";
 }

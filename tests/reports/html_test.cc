@@ -87,6 +87,14 @@ TEST(HtmlReport, PhaseStripUnderMoeActions) {
   EXPECT_THAT(els[static_cast<std::size_t>(phases[1])].attr("data-tip"), HasSubstr("dispatch   0F0"));
   EXPECT_EQ(select(els, "rect", "phase-exposed").size(), 3u);
   EXPECT_THAT(html, HasSubstr("exposed communication</span>"));
+  EXPECT_TRUE(select(els, "table", "phases").empty()) << "no totals, no table";
+
+  sim.schedules[0].runs[0].phase_totals = {{"attention & dense", 9'000'000, 0, 0}, {"dispatch", 6'000'000, 6'000'000, 6'000'000}};
+  const auto with_totals = scan_html(render_html({sim}));
+  ASSERT_EQ(select(with_totals, "table", "phases").size(), 1u);
+  int rows = 0;
+  for (const Element& e : with_totals) rows += e.tag == "tr" && e.attr("data-phase") == "dispatch" ? 1 : 0;
+  EXPECT_EQ(rows, 1);
 }
 
 TEST(HtmlReport, HeaderTablesAndCharts) {
