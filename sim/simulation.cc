@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <set>
 #include <tuple>
 
 #include "pipelab/base/error.h"
@@ -31,15 +30,19 @@ InActionComm mean_in_action_comm(const Timeline& t, const CostModel& cost) {
 }
 
 // The cost model's phases of each compute action kind on the timeline (each asked once), in order
-// of first occurrence; kinds the model does not split are left out.
+// of first occurrence; kinds the model does not split are left out. A kind's stages belong to one
+// rank, and a rank runs a handful of kinds: a short list per rank is the fastest lookup.
 std::vector<ActionPhases> timeline_phases(const Timeline& t, const CostModel& cost) {
-  std::set<std::tuple<Op, int, int>> seen;
   std::vector<ActionPhases> out;
+  std::vector<std::tuple<Op, int, int>> seen;
   for (std::size_t r = 0; r < t.ranks.size(); ++r) {
+    seen.clear();
     for (const TimelineEvent& e : t.ranks[r]) {
       if (e.stream != Stream::Compute) continue;
       const int b_stage = e.action.op == Op::OverlapFB ? e.action.b_stage : -1;
-      if (!seen.emplace(e.action.op, e.action.stage, b_stage).second) continue;
+      const std::tuple<Op, int, int> key{e.action.op, e.action.stage, b_stage};
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+      seen.push_back(key);
       std::vector<Phase> phases = cost.phases(static_cast<int>(r), e.action);
       if (!phases.empty()) out.push_back({e.action.op, e.action.stage, b_stage, std::move(phases)});
     }
