@@ -109,7 +109,6 @@ const std::vector<std::string>& top_keys() {
 // 10^18 per layer, a P2P bandwidth of 0 (not measured) or within [1e3, 1e15] B/s.
 constexpr std::int64_t kMaxOpNs = 10'000'000'000'000;  // 1e13
 constexpr double kMaxLayerFlops = 1e18;
-constexpr double kMinBandwidth = 1e3, kMaxBandwidth = 1e15;
 constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
 constexpr std::size_t kMaxSamples = 1000;
 
@@ -138,7 +137,8 @@ void check_values(const MeasuredProfile& p, std::string_view context) {
   if (p.p2p.latency_ns < 0 || p.p2p.latency_ns > kMaxOpNs) {
     errors.push_back("p2p.latency_ns=" + std::to_string(p.p2p.latency_ns) + " must be in [0, " + std::to_string(kMaxOpNs) + "]");
   }
-  if (p.p2p.bandwidth_bytes_per_s != 0 && !(p.p2p.bandwidth_bytes_per_s >= kMinBandwidth && p.p2p.bandwidth_bytes_per_s <= kMaxBandwidth)) {
+  if (p.p2p.bandwidth_bytes_per_s != 0 &&
+      !(p.p2p.bandwidth_bytes_per_s >= kMinP2PBandwidth && p.p2p.bandwidth_bytes_per_s <= kMaxP2PBandwidth)) {
     errors.push_back("p2p.bandwidth_bytes_per_s=" + number_text(p.p2p.bandwidth_bytes_per_s) + " must be 0 (not measured) or in [1000, 1e+15]");
   }
   if (p.p2p.samples.size() > kMaxSamples) errors.push_back("p2p.samples has " + std::to_string(p.p2p.samples.size()) + " entries; at most 1000");

@@ -499,10 +499,10 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
          "tp=" + str(c.tp) + " exceeds gpus_per_node=" + str(gpu.gpus_per_node) + " of '" + gpu.name +
              "': tensor-parallel collectives cross the scale-out network");
   }
-  if (m.is_moe() && c.ep > 1 && c.moe_token_dispatcher_type == MoeDispatcher::kAllgather &&
-      std::int64_t{c.ep} * c.expert_tp() > gpu.gpus_per_node) {
+  if (const std::int64_t expert_group = std::int64_t{c.ep} * c.expert_tp();
+      m.is_moe() && c.ep > 1 && c.moe_token_dispatcher_type == MoeDispatcher::kAllgather && expert_group > gpu.gpus_per_node) {
     warn("moe_token_dispatcher_type", "allgather_across_nodes",
-         "moe_token_dispatcher_type=allgather (Megatron's default) with ep*etp=" + str(c.ep * c.expert_tp()) +
+         "moe_token_dispatcher_type=allgather (Megatron's default) with ep*etp=" + str(expert_group) +
              " beyond one node of " + str(gpu.gpus_per_node) +
              " GPUs: every GPU gathers all those ranks' tokens over the network; Megatron advises it for TP-only "
              "setups, small EP and large top-k; alltoall or flex move each token only to its experts' ranks");

@@ -37,6 +37,8 @@ std::string short_number(double v) {
   return buf;
 }
 
+std::string milliseconds(std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3); }
+
 std::string with_commas(std::int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v);
   std::string out;

@@ -16,6 +16,8 @@ int decimals_for(double max_abs, int significant = 4);
 std::string json_number(double v);
 /// The shortest plain text of a limit: 5 -> "5", 0.02 -> "0.02" (up to 6 significant digits).
 std::string short_number(double v);
+/// Nanoseconds as milliseconds with 3 decimals, no unit: 1234567 -> "1.235".
+std::string milliseconds(std::int64_t ns);
 /// 1234567 -> "1,234,567".
 std::string with_commas(std::int64_t v);
 

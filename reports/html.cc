@@ -175,14 +175,13 @@ void legend(std::ostringstream& os, bool phases) {
 // The result's phase_totals: each MoE phase's time per rank, its communication and what is exposed.
 void phase_table(std::ostringstream& os, const TimelineResult& run) {
   if (run.phase_totals.empty()) return;
-  auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3); };
   os << "<details class=\"phases\" open><summary>MoE phases, " << html_escape(run.source)
      << " (time per rank, each summed over its stage's layers)</summary><div class=\"card\"><table class=\"phases\">"
         "<thead><tr><th>phase</th><th class=\"num\">time (ms)</th><th class=\"num\">communication (ms)</th>"
         "<th class=\"num\">exposed (ms)</th></tr></thead><tbody>";
   for (const Phase& p : run.phase_totals) {
-    os << "<tr data-phase=\"" << attr(p.name) << "\"><td>" << html_escape(p.name) << "</td><td class=\"num\">" << ms(p.ns)
-       << "</td><td class=\"num\">" << ms(p.comm_ns) << "</td><td class=\"num\">" << ms(p.exposed_comm_ns) << "</td></tr>";
+    os << "<tr data-phase=\"" << attr(p.name) << "\"><td>" << html_escape(p.name) << "</td><td class=\"num\">" << milliseconds(p.ns)
+       << "</td><td class=\"num\">" << milliseconds(p.comm_ns) << "</td><td class=\"num\">" << milliseconds(p.exposed_comm_ns) << "</td></tr>";
   }
   os << "</tbody></table></div></details>";
 }

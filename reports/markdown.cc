@@ -190,8 +190,8 @@ std::string render_markdown(const std::vector<ReportInput>& given) {
   std::vector<std::vector<std::string>> phase_rows;
   for (const TableRow& r : t.rows) {
     for (const Phase& p : r.run->phase_totals) {
-      auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3); };
-      std::vector<std::string> row{cell(r.label), cell(p.name), ms(p.ns), ms(p.comm_ns), ms(p.exposed_comm_ns)};
+      std::vector<std::string> row{cell(r.label), cell(p.name), milliseconds(p.ns), milliseconds(p.comm_ns),
+                                   milliseconds(p.exposed_comm_ns)};
       if (t.multi_input) row.insert(row.begin(), cell(r.input->name));
       phase_rows.push_back(std::move(row));
     }

@@ -15,6 +15,7 @@ using namespace detail;
 namespace {
 
 std::string gib(std::int64_t bytes) { return fixed(static_cast<double>(bytes) / kGiB, 1); }
+std::string ms(std::int64_t ns) { return milliseconds(ns) + " ms"; }
 
 // The rank with the largest peak: the one that decides whether the layout fits.
 const RankRow* fullest_rank(const TimelineResult& run) {
@@ -59,7 +60,6 @@ std::string idle_breakdown(const Summary& m) {
                     pct(m.stage_imbalance) + " + PP comm " + share(m.exposed_pp_comm_ns) + " + DP comm " + share(m.exposed_dp_comm_ns);
   if (m.other_idle_ns > 0) out += " + other " + share(m.other_idle_ns);
   out += " (zero-bubble paper's rate " + pct(m.span_bubble_rate) + ")";
-  auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3) + " ms"; };
   out += "; in compute: TP " + ms(m.exposed_tp_comm_ns);
   if (m.exposed_ep_comm_ns > 0) out += ", EP " + ms(m.exposed_ep_comm_ns);
   if (m.exposed_cp_comm_ns > 0) out += ", CP " + ms(m.exposed_cp_comm_ns);
@@ -70,7 +70,6 @@ std::string idle_breakdown(const Summary& m) {
 
 // "attention & dense 512.300 ms, dispatch 120.000 ms (exposed 120.000 ms), ...": the MoE phases per rank.
 std::string phase_line(const std::vector<Phase>& totals) {
-  auto ms = [](std::int64_t ns) { return fixed(static_cast<double>(ns) / 1e6, 3) + " ms"; };
   std::string out;
   for (const Phase& p : totals) {
     if (!out.empty()) out += ", ";

@@ -61,12 +61,10 @@ void phase_strip(std::ostringstream& os, const TimelineEvent& e, const ActionPha
   for (const PhaseSpan& p : lay_out_phases(e, kind)) {
     const double x0 = axis.x(static_cast<double>(p.start_ns)), x1 = axis.x(static_cast<double>(p.end_ns));
     if (x1 - x0 < 0.3) continue;
-    const TimeUnit unit = time_unit_for(static_cast<double>(p.end_ns - p.start_ns));
-    auto time = [&](std::int64_t ns) { return fixed(static_cast<double>(ns) / unit.ns, 3) + " " + unit.name; };
-    os << "<rect class=\"phase\" data-phase=\"" << attr(p.phase->name) << "\" data-tip=\"" << attr(p.phase->name) << "   "
-       << attr(action) << "\nduration  " << time(p.end_ns - p.start_ns) << "\ncomm      " << time(p.phase->comm_ns)
-       << "\nexposed   " << time(p.exposed_ns) << "\" x=\"" << px(x0) << "\" y=\"" << px(y) << "\" width=\"" << px(x1 - x0)
-       << "\" height=\"" << px(kPhaseH) << "\"/>";
+    // The tooltip is built by report.js from these, as an action's is.
+    os << "<rect class=\"phase\" data-phase=\"" << attr(p.phase->name) << "\" data-of=\"" << attr(action) << "\" data-dur=\""
+       << p.end_ns - p.start_ns << "\" data-comm=\"" << p.phase->comm_ns << "\" data-exposed=\"" << p.exposed_ns << "\" x=\""
+       << px(x0) << "\" y=\"" << px(y) << "\" width=\"" << px(x1 - x0) << "\" height=\"" << px(kPhaseH) << "\"/>";
     if (p.exposed_ns <= 0) continue;
     const double xe = axis.x(static_cast<double>(p.end_ns - p.exposed_ns));
     os << "<rect class=\"phase-exposed\" x=\"" << px(xe) << "\" y=\"" << px(y) << "\" width=\"" << px(std::max(0.3, x1 - xe))

@@ -21,5 +21,4 @@ std::vector<std::vector<int>> chunk_of_events(const Timeline& t);
 /// Cells are compact IR labels, "." where a rank computes nothing in a column.
 std::vector<std::vector<std::string>> timeline_text_grid(const Timeline& t);
 
-
 }  // namespace pipelab::reports::detail

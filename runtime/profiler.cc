@@ -197,8 +197,10 @@ void fit_p2p_line(P2PProfile& p) {
   }
   const double den = k * sxx - sx * sx;
   const double slope = den > 0 ? (k * sxy - sx * sy) / den : 0.0;  // ns per byte
-  if (slope > 1e-9) {
-    p.bandwidth_bytes_per_s = 1e9 / slope;
+  // A slope flatter than the fastest bandwidth a profile may state is noise on a size-independent
+  // hand-over (an in-process copy on a busy machine), not a link: latency only.
+  if (slope >= 1e9 / kMaxP2PBandwidth) {
+    p.bandwidth_bytes_per_s = std::max(kMinP2PBandwidth, 1e9 / slope);
     p.latency_ns = std::max<std::int64_t>(0, static_cast<std::int64_t>((sy - slope * sx) / k + 0.5));
   } else {
     // Time does not grow with size (a hand-over): latency only.

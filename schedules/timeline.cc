@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -51,37 +53,56 @@ std::vector<PhaseSpan> lay_out_phases(const TimelineEvent& e, const ActionPhases
   const double scale = static_cast<double>(e.duration_ns()) / total;
   double before = 0;
   for (const Phase& p : split.phases) {
-    const std::int64_t start = e.start_ns + std::llround(before * scale);
+    // Clamped: near the largest durations a double's rounding could pass the event's end.
+    const std::int64_t start = std::min<std::int64_t>(e.end_ns, e.start_ns + std::llround(before * scale));
     before += static_cast<double>(p.ns);
-    const std::int64_t end = &p == &split.phases.back() ? e.end_ns : e.start_ns + std::llround(before * scale);
+    const std::int64_t end = &p == &split.phases.back() ? e.end_ns : std::min<std::int64_t>(e.end_ns, e.start_ns + std::llround(before * scale));
     out.push_back({&p, start, end, std::min<std::int64_t>(end - start, std::llround(static_cast<double>(p.exposed_comm_ns) * scale))});
   }
   return out;
 }
 
 std::vector<Phase> phase_totals(const Timeline& t, const std::vector<ActionPhases>& kinds) {
+  if (kinds.empty() || t.ranks.empty()) return {};
+  // Every occurrence of a kind splits in the same proportions: sum each kind's event time and count
+  // first, then spread the sums over its phases once.
+  std::vector<double> kind_ns(kinds.size(), 0), kind_events(kinds.size(), 0);
+  for (const std::vector<TimelineEvent>& rank : t.ranks) {
+    std::size_t last = 0;  // a rank repeats a few kinds: try the previous one first
+    for (const TimelineEvent& e : rank) {
+      if (e.stream != Stream::Compute) continue;
+      if (!kinds[last].matches(e.action)) {
+        const ActionPhases* kind = find_phases(kinds, e.action);
+        if (kind == nullptr) continue;
+        last = static_cast<std::size_t>(kind - kinds.data());
+      }
+      kind_ns[last] += static_cast<double>(e.duration_ns());
+      kind_events[last] += 1;
+    }
+  }
   struct Sum {
-    std::string name;
+    std::string_view name;
     double ns = 0, comm_ns = 0, exposed_ns = 0;
   };
   std::vector<Sum> sums;
-  if (kinds.empty()) return {};
-  for (const std::vector<TimelineEvent>& rank : t.ranks) {
-    for (const TimelineEvent& e : rank) {
-      const ActionPhases* kind = e.stream == Stream::Compute ? find_phases(kinds, e.action) : nullptr;
-      if (kind == nullptr) continue;
-      for (const PhaseSpan& p : lay_out_phases(e, *kind)) {
-        auto it = std::find_if(sums.begin(), sums.end(), [&](const Sum& s) { return s.name == p.phase->name; });
-        if (it == sums.end()) it = sums.insert(sums.end(), Sum{p.phase->name});
-        it->ns += static_cast<double>(p.end_ns - p.start_ns);
-        it->comm_ns += static_cast<double>(p.phase->comm_ns);
-        it->exposed_ns += static_cast<double>(p.exposed_ns);
-      }
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    double total = 0;
+    for (const Phase& p : kinds[k].phases) total += static_cast<double>(p.ns);
+    if (total <= 0 || kind_events[k] == 0) continue;
+    const double scale = kind_ns[k] / total;  // as lay_out_phases scales each event
+    for (const Phase& p : kinds[k].phases) {
+      auto it = std::find_if(sums.begin(), sums.end(), [&](const Sum& s) { return s.name == p.name; });
+      if (it == sums.end()) it = sums.insert(sums.end(), Sum{p.name});
+      it->ns += static_cast<double>(p.ns) * scale;
+      it->comm_ns += static_cast<double>(p.comm_ns) * kind_events[k];
+      it->exposed_ns += static_cast<double>(p.exposed_comm_ns) * scale;
     }
   }
   std::vector<Phase> out;
   const double n = static_cast<double>(t.ranks.size());
-  for (const Sum& s : sums) out.push_back({s.name, std::llround(s.ns / n), std::llround(s.comm_ns / n), std::llround(s.exposed_ns / n)});
+  for (const Sum& s : sums) {
+    out.push_back({std::string(s.name), std::llround(s.ns / n), std::llround(s.comm_ns / n), std::llround(s.exposed_ns / n)});
+  }
   return out;
 }
 

@@ -7,12 +7,20 @@
     if (a >= 1e3) return (ns / 1e3).toFixed(3) + ' \u00b5s';
     return ns + ' ns';
   }
+  function rankOf(el) {
+    var g = el.closest('g.rank');
+    return g ? '   rank ' + g.getAttribute('data-rank') + (g.getAttribute('data-source') ? ' (' + g.getAttribute('data-source') + ')' : '') : '';
+  }
   function text(el) {
     if (el.getAttribute('data-tip')) return el.getAttribute('data-tip');
+    var p = el.getAttribute('data-phase');
+    if (p) {
+      return p + '   ' + el.getAttribute('data-of') + rankOf(el) + '\nduration  ' + t(el.getAttribute('data-dur')) +
+        '\ncomm      ' + t(el.getAttribute('data-comm')) + '\nexposed   ' + t(el.getAttribute('data-exposed'));
+    }
     var a = el.getAttribute('data-action');
     if (!a) return null;
-    var g = el.closest('g.rank'), s = a;
-    if (g) s += '   rank ' + g.getAttribute('data-rank') + (g.getAttribute('data-source') ? ' (' + g.getAttribute('data-source') + ')' : '');
+    var s = a + rankOf(el);
     s += '\nstart     ' + t(el.getAttribute('data-start')) + '\nduration  ' + t(el.getAttribute('data-dur'));
     var f = el.getAttribute('data-flops'), b = el.getAttribute('data-bytes');
     if (f) s += '\nflops     ' + (+f / 1e9).toFixed(2) + ' GFLOP';
@@ -20,7 +28,7 @@
     return s;
   }
   document.addEventListener('mouseover', function (e) {
-    var el = e.target.closest ? e.target.closest('[data-action],[data-tip]') : null;
+    var el = e.target.closest ? e.target.closest('[data-action],[data-tip],[data-phase]') : null;
     var s = el ? text(el) : null;
     if (!s) { tip.hidden = true; return; }
     tip.textContent = s; tip.hidden = false;

@@ -84,7 +84,10 @@ TEST(HtmlReport, PhaseStripUnderMoeActions) {
   const auto phases = select(els, "rect", "phase");
   ASSERT_EQ(phases.size(), 6u);  // 3 forwards of stage 0
   EXPECT_EQ(count_if_attr(els, phases, "data-phase", "dispatch"), 3);
-  EXPECT_THAT(els[static_cast<std::size_t>(phases[1])].attr("data-tip"), HasSubstr("dispatch   0F0"));
+  const Element& dispatch = els[static_cast<std::size_t>(phases[1])];
+  EXPECT_EQ(dispatch.attr("data-of"), "0F0");
+  EXPECT_EQ(dispatch.attr("data-dur"), "4000000");  // 0F0 runs 10 ms: 6 + 4 ms
+  EXPECT_EQ(dispatch.attr("data-exposed"), "4000000");
   EXPECT_EQ(select(els, "rect", "phase-exposed").size(), 3u);
   EXPECT_THAT(html, HasSubstr("exposed communication</span>"));
   EXPECT_TRUE(select(els, "table", "phases").empty()) << "no totals, no table";

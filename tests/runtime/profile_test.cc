@@ -80,6 +80,23 @@ runtime::ProfileOptions tiny_profile_options() {
   return o;
 }
 
+// The line through the P2P samples: a real slope gives latency + bytes / bandwidth; a slope flatter
+// than any bandwidth a profile may state (noise on an in-process hand-over: 7.8e17 B/s was seen on a
+// busy machine) is no link, so the profile says latency only, and stays loadable.
+TEST(Profiler, P2PLineFitKeepsTheBandwidthLoadable) {
+  P2PProfile link;
+  link.samples = {{1'000, 2'000}, {1'000'000, 1'001'000}, {10'000'000, 10'001'000}};  // 1 GB/s, 1 µs
+  runtime::fit_p2p_line(link);
+  EXPECT_NEAR(link.bandwidth_bytes_per_s, 1e9, 2e7);
+  EXPECT_NEAR(static_cast<double>(link.latency_ns), 1'000, 100);
+
+  P2PProfile handover;
+  handover.samples = {{1'000, 900}, {1'000'000, 901}, {100'000'000, 902}};  // +2 ns over 1e8 bytes
+  runtime::fit_p2p_line(handover);
+  EXPECT_EQ(handover.bandwidth_bytes_per_s, 0);
+  EXPECT_EQ(handover.latency_ns, 901);
+}
+
 TEST(Profiler, MeasuresAWholeProfileInProcess) {
   runtime::P2PProfileOptions p2p;
   p2p.repeats = 3;

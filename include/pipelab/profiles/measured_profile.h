@@ -30,6 +30,10 @@ struct P2PSample {
   bool operator==(const P2PSample&) const = default;
 };
 
+/// The P2P bandwidths a profile may state besides 0 (not measured), B/s: what the loader accepts and
+/// the fit writes.
+inline constexpr double kMinP2PBandwidth = 1e3, kMaxP2PBandwidth = 1e15;
+
 struct P2PProfile {
   std::string transport;                // "inproc", "mpi", ... ("" = not measured)
   std::int64_t latency_ns = 0;          // time of an empty message
