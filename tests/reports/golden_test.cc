@@ -39,6 +39,24 @@ TEST(GoldenMarkdown, TwoInputsSideBySide) {
   expect_golden(render_markdown({fixture("compare_2r_4mb.json"), other_gpu()}), "two_inputs.md");
 }
 
+// A result with phase totals gets a "MoE phases" table: one row per phase, its time, communication
+// and exposed part in ms; results without them get none.
+TEST(MarkdownPhases, OneRowPerPhase) {
+  ReportInput sim = fixture("simulate_1f1b_2r_3mb.json");
+  EXPECT_EQ(render_markdown({sim}).find("## MoE phases"), std::string::npos);
+  sim.schedules[0].runs[0].phase_totals = {{"attention & dense", 9'000'000, 0, 0}, {"dispatch", 6'000'000, 6'000'000, 1'500'000}};
+  const std::string md = render_markdown({sim});
+  ASSERT_NE(md.find("## MoE phases"), std::string::npos);
+  std::istringstream lines(md.substr(md.find("## MoE phases")));
+  std::vector<std::string> dispatch;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("| dispatch") != std::string::npos) dispatch.push_back(line);
+  }
+  ASSERT_EQ(dispatch.size(), 1u);
+  EXPECT_NE(dispatch[0].find("6.000 |"), std::string::npos) << dispatch[0];
+  EXPECT_NE(dispatch[0].find("1.500 |"), std::string::npos) << dispatch[0];
+}
+
 TEST(GoldenCsv, SummaryOfAllFixtures) {
   expect_golden(render_summary_csv({fixture("simulate_1f1b_2r_3mb.json"), fixture("compare_2r_4mb.json"),
                                     fixture("run_1f1b_2r_3mb.json")}),

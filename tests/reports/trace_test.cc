@@ -42,6 +42,10 @@ void expect_schema(const json& trace) {
       if (device) {
         EXPECT_TRUE(e["args"].contains("action"));
       }
+      if (e["cat"] == "phase") {
+        EXPECT_TRUE(e["args"].contains("comm_ns"));
+        EXPECT_TRUE(e["args"].contains("exposed_comm_ns"));
+      }
     } else {
       EXPECT_EQ(ph, "M") << e.dump();
       ASSERT_TRUE(e["args"].is_object());

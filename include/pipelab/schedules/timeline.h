@@ -49,7 +49,7 @@ struct DeviceActivity {
 /// One phase of a compute action's time (docs/simulator.md, "Phases"): a part of the work, summed
 /// over the stage's layers, with the communication running during it.
 struct Phase {
-  std::string name;                  // "attention", "dispatch", "experts", "combine", "F attention | B combine", ...
+  std::string name;                  // "attention & dense", "dispatch", "F experts | B dispatch", ...
   std::int64_t ns = 0;               // the phase's share of the action's duration
   std::int64_t comm_ns = 0;          // transfer time of the communication in it
   std::int64_t exposed_comm_ns = 0;  // what the phase takes beyond its compute alone (<= ns)
