@@ -13,6 +13,7 @@
 #include "pipelab/sim/engine.h"
 #include "pipelab/sim/simulation.h"
 #include "pipelab/sim/uniform_cost.h"
+#include "sim_helpers.h"
 
 namespace pipelab {
 namespace {
@@ -149,17 +150,7 @@ TEST(IdleParts, OneFOneBTransfersAreExposedPpComm) {
 }
 
 // Mixtral 8x7B on 32 GPUs: TP1 PP4 DP8 EP8, `vp` chunks per rank (0: the schedule's own).
-ParallelConfig mixtral_ep8(const ModelSpec& model, int vp) {
-  ParallelConfig c;
-  c.tp = 1;
-  c.pp = 4;
-  c.dp = 8;
-  c.ep = 8;
-  c.mbs = 1;
-  c.gbs = 128;
-  c.vp = vp;
-  return resolve(c, model);
-}
+ParallelConfig mixtral_ep8(const ModelSpec& model, int vp) { return testing::moe_layout(model, 1, 4, 8, 8, 128, vp); }
 
 // The analytic model's communication inside compute actions: TP with tp > 1, none at tp = 1,
 // and the units' parts never exceed their durations.

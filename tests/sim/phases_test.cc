@@ -15,22 +15,13 @@
 #include "pipelab/sim/analytic_cost.h"
 #include "pipelab/sim/simulation.h"
 #include "pipelab/sim/uniform_cost.h"
+#include "sim_helpers.h"
 
 namespace pipelab {
 namespace {
 
 // Mixtral 8x7B on 32 GPUs: TP2 PP4 DP4 EP4 (TP traffic too), `vp` chunks per rank.
-ParallelConfig mixtral_ep4(const ModelSpec& model, int vp) {
-  ParallelConfig c;
-  c.tp = 2;
-  c.pp = 4;
-  c.dp = 4;
-  c.ep = 4;
-  c.mbs = 1;
-  c.gbs = 64;
-  c.vp = vp;
-  return resolve(c, model);
-}
+ParallelConfig mixtral_ep4(const ModelSpec& model, int vp) { return testing::moe_layout(model, 2, 4, 4, 4, 64, vp); }
 
 double sum_ns(const std::vector<Phase>& phases) {
   double s = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "pipelab/profiles/parallel_config.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/metrics.h"
 #include "pipelab/schedules/registry.h"
@@ -10,6 +11,20 @@
 #include "pipelab/sim/uniform_cost.h"
 
 namespace pipelab::testing {
+
+/// A resolved MoE layout with mbs 1: tp, pp, dp, ep, the global batch and `vp` chunks per rank (0: the
+/// schedule's own).
+inline ParallelConfig moe_layout(const ModelSpec& model, int tp, int pp, int dp, int ep, int gbs, int vp) {
+  ParallelConfig c;
+  c.tp = tp;
+  c.pp = pp;
+  c.dp = dp;
+  c.ep = ep;
+  c.mbs = 1;
+  c.gbs = gbs;
+  c.vp = vp;
+  return resolve(c, model);
+}
 
 inline sim::SimResult run_uniform(const std::string& name, int pp, int vp, int m, const sim::UniformTimes& t,
                                   bool track_activations = false) {
