@@ -74,6 +74,12 @@ void require_positive(std::string_view what, std::int64_t value) {
   if (value <= 0) throw InputError(std::string(what) + "=" + std::to_string(value) + " must be positive");
 }
 
+void require_layer(const ModelSpec& m, int layer) {
+  if (layer < 0 || layer >= m.num_layers) {
+    throw InputError("layer=" + std::to_string(layer) + " must be in [0, num_layers=" + std::to_string(m.num_layers) + ")");
+  }
+}
+
 }  // namespace
 
 std::int64_t padded_vocab_size(const ModelSpec& model, int vocab_divisor) {
@@ -109,16 +115,19 @@ double megatron_model_flops(const ModelSpec& m, std::int64_t global_batch, std::
 
 LayerFlops layer_forward_flops(const ModelSpec& m, int layer, std::int64_t mbs, std::int64_t seq_length,
                                int tp, int cp) {
-  if (layer < 0 || layer >= m.num_layers) {
-    throw InputError("layer=" + std::to_string(layer) + " must be in [0, num_layers=" +
-                     std::to_string(m.num_layers) + ")");
-  }
+  require_layer(m, layer);
   require_positive("mbs", mbs);
   require_positive("seq_length", seq_length);
   require_positive("tp", tp);
   require_positive("cp", cp);
   const double s = static_cast<double>(seq_length);
   return layer_flops(m, layer, static_cast<double>(mbs) * s, s, static_cast<double>(tp) * cp);
+}
+
+double attended_keys_per_query(const ModelSpec& m, int layer, std::int64_t seq_length) {
+  require_layer(m, layer);
+  require_positive("seq_length", seq_length);
+  return attended_keys_per_query(m, m.is_window_attention_layer(layer), static_cast<double>(seq_length));
 }
 
 double logits_forward_flops(const ModelSpec& m, std::int64_t mbs, std::int64_t seq_length, int tp, int cp,

@@ -1,6 +1,7 @@
 // GpuSpec: efficiency interpolation, sanity rules and strict JSON.
 #include <pipelab/profiles/gpu_spec.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,13 @@ const std::array kPointFields = {
     PointField{"efficiency", &GemmEfficiencyPoint::efficiency, true},
 };
 
+using AttentionPointField = detail::Field<AttentionEfficiencyPoint, double>;
+const std::array kAttentionPointFields = {
+    AttentionPointField{"keys", &AttentionEfficiencyPoint::keys, true},
+    AttentionPointField{"forward", &AttentionEfficiencyPoint::forward, true},
+    AttentionPointField{"backward", &AttentionEfficiencyPoint::backward, true},
+};
+
 }  // namespace
 
 namespace detail {
@@ -26,12 +34,17 @@ namespace detail {
 // The efficiency curve: an array of {"flops", "efficiency"} points.
 template <>
 struct ValueCodec<std::vector<GemmEfficiencyPoint>> : ObjectListCodec<GemmEfficiencyPoint, kPointFields, "gemm efficiency point"> {};
+// The attention curve: an array of {"keys", "forward", "backward"} points.
+template <>
+struct ValueCodec<std::vector<AttentionEfficiencyPoint>>
+    : ObjectListCodec<AttentionEfficiencyPoint, kAttentionPointFields, "attention efficiency point"> {};
 
 }  // namespace detail
 
 namespace {
 
-using Field = detail::Field<GpuSpec, std::string, double, std::int64_t, int, std::vector<GemmEfficiencyPoint>>;
+using Field = detail::Field<GpuSpec, std::string, double, std::int64_t, int, std::vector<GemmEfficiencyPoint>,
+                            std::vector<AttentionEfficiencyPoint>>;
 
 // One row per JSON key; drives from_json and to_json. Every key but peak_fp8_tflops is required.
 const std::array kFields = {
@@ -48,24 +61,30 @@ const std::array kFields = {
     Field{"kernel_launch_overhead_ns", &GpuSpec::kernel_launch_overhead_ns, true},
     Field{"gemm_efficiency_curve", &GpuSpec::gemm_efficiency_curve, true},
     Field{"fp8_gemm_efficiency_curve", &GpuSpec::fp8_gemm_efficiency_curve},  // absent = the BF16 curve
+    Field{"attention_efficiency_curve", &GpuSpec::attention_efficiency_curve},  // absent = the BF16 GEMM curve
     Field{"sm_count", &GpuSpec::sm_count},                                    // absent = 0, unknown
     Field{"memory_bandwidth_efficiency", &GpuSpec::memory_bandwidth_efficiency, true},
     Field{"collective_efficiency", &GpuSpec::collective_efficiency, true},
     Field{"reserved_memory_bytes", &GpuSpec::reserved_memory_bytes, true},
 };
 
+// Log-linear in the key: efficiency grows with the order of magnitude of the work, not its raw size.
+// Clamped to the first/last point outside the curve; `curve` is non-empty with strictly increasing keys.
+template <class Point>
+double log_linear(const std::vector<Point>& curve, double Point::*key, double Point::*value, double x) {
+  if (x <= curve.front().*key) return curve.front().*value;
+  if (x >= curve.back().*key) return curve.back().*value;
+  for (std::size_t i = 1; i < curve.size(); ++i) {
+    if (x > curve[i].*key) continue;
+    const double t = (std::log(x) - std::log(curve[i - 1].*key)) / (std::log(curve[i].*key) - std::log(curve[i - 1].*key));
+    return curve[i - 1].*value + t * (curve[i].*value - curve[i - 1].*value);
+  }
+  return curve.back().*value;
+}
+
 double curve_efficiency(const std::vector<GemmEfficiencyPoint>& curve, double flops) {
   if (curve.empty()) return 1.0;
-  if (flops <= curve.front().flops) return curve.front().efficiency;
-  if (flops >= curve.back().flops) return curve.back().efficiency;
-  for (std::size_t i = 1; i < curve.size(); ++i) {
-    if (flops > curve[i].flops) continue;
-    // Log-linear: efficiency grows with the order of magnitude of the GEMM, not its raw size.
-    const double t = (std::log(flops) - std::log(curve[i - 1].flops)) /
-                     (std::log(curve[i].flops) - std::log(curve[i - 1].flops));
-    return curve[i - 1].efficiency + t * (curve[i].efficiency - curve[i - 1].efficiency);
-  }
-  return curve.back().efficiency;
+  return log_linear(curve, &GemmEfficiencyPoint::flops, &GemmEfficiencyPoint::efficiency, flops);
 }
 
 // The ranges of a GPU's numbers (docs/validation.md, "Limits"): each a factor of 1000 or more
@@ -75,31 +94,50 @@ constexpr double kMinRate = 1e-3, kMaxRate = 1e6;         // TFLOPS and GB/s
 constexpr double kMaxLatencyNs = 1e9;                     // one second per message or launch
 constexpr double kMinEfficiency = 1e-3;                   // achieved / peak
 constexpr double kMaxGemmFlops = 1e30;                    // an efficiency-curve point
+constexpr double kMaxAttentionKeys = 1e12;                // keys per query of an attention-curve point
 constexpr std::int64_t kMaxHbmBytes = std::int64_t{1} << 50;  // 1 PiB
 constexpr int kMaxGpusPerNode = 1 << 16;
 constexpr int kMaxSmCount = 1 << 16;
 constexpr std::size_t kMaxCurvePoints = 1000;
 
-// A curve's points (1 to kMaxCurvePoints of them when required, else 0 or that many): FLOPs in
-// (0, kMaxGemmFlops], strictly increasing, efficiencies in [kMinEfficiency, 1].
-void check_curve(const std::vector<GemmEfficiencyPoint>& curve, std::string_view field, bool required, std::vector<std::string>& errors) {
+// One number of a curve point and its JSON key.
+template <class Point>
+struct PointMember {
+  std::string_view key;
+  double Point::*member;
+};
+
+// A curve's points (1 to kMaxCurvePoints of them when required, else 0 or that many): the key in
+// (0, key_max], strictly increasing; every value, an efficiency, in [kMinEfficiency, 1].
+template <class Point, std::size_t N>
+void check_points(const std::vector<Point>& curve, std::string_view field, bool required, PointMember<Point> key, double key_max,
+                  const std::array<PointMember<Point>, N>& values, std::vector<std::string>& errors) {
   if ((required && curve.empty()) || curve.size() > kMaxCurvePoints) {
     errors.push_back(std::string(field) + " must have " + (required ? "1" : "0") + " to " + std::to_string(kMaxCurvePoints) +
                      " points, got " + std::to_string(curve.size()));
   }
   for (std::size_t i = 0; i < curve.size() && i < kMaxCurvePoints; ++i) {
-    const auto& point = curve[i];
-    const std::string at = std::string(field) + "[" + std::to_string(i) + "]";
-    if (!(point.flops > 0 && point.flops <= kMaxGemmFlops)) {
-      errors.push_back(at + ".flops=" + number_text(point.flops) + " must be positive and at most " + number_text(kMaxGemmFlops));
+    const Point& point = curve[i];
+    const std::string at = std::string(field) + "[" + std::to_string(i) + "].";
+    const double x = point.*key.member;
+    if (!(x > 0 && x <= key_max)) {
+      errors.push_back(at + std::string(key.key) + "=" + number_text(x) + " must be positive and at most " + number_text(key_max));
     }
-    if (!(point.efficiency >= kMinEfficiency && point.efficiency <= 1)) {
-      errors.push_back(at + ".efficiency=" + number_text(point.efficiency) + " must be in [" + number_text(kMinEfficiency) + ", 1]");
+    for (const PointMember<Point>& value : values) {
+      const double v = point.*value.member;
+      if (!(v >= kMinEfficiency && v <= 1)) {
+        errors.push_back(at + std::string(value.key) + "=" + number_text(v) + " must be in [" + number_text(kMinEfficiency) + ", 1]");
+      }
     }
-    if (i > 0 && !(point.flops > curve[i - 1].flops)) {
-      errors.push_back(at + ".flops=" + number_text(point.flops) + " must be greater than the previous point's");
+    if (i > 0 && !(x > curve[i - 1].*key.member)) {
+      errors.push_back(at + std::string(key.key) + "=" + number_text(x) + " must be greater than the previous point's");
     }
   }
+}
+
+void check_curve(const std::vector<GemmEfficiencyPoint>& curve, std::string_view field, bool required, std::vector<std::string>& errors) {
+  check_points(curve, field, required, {"flops", &GemmEfficiencyPoint::flops}, kMaxGemmFlops,
+               std::array{PointMember<GemmEfficiencyPoint>{"efficiency", &GemmEfficiencyPoint::efficiency}}, errors);
 }
 
 }  // namespace
@@ -109,6 +147,16 @@ double GpuSpec::gemm_efficiency(double flops) const { return curve_efficiency(ge
 double GpuSpec::gemm_efficiency(double flops, Precision precision) const {
   const bool fp8_curve = precision == Precision::kFp8 && !fp8_gemm_efficiency_curve.empty();
   return curve_efficiency(fp8_curve ? fp8_gemm_efficiency_curve : gemm_efficiency_curve, flops);
+}
+
+AttentionEfficiencyPoint GpuSpec::attention_efficiency(double keys) const {
+  if (attention_efficiency_curve.empty()) throw ConfigError("gpu '" + name + "' has no attention_efficiency_curve");
+  const auto& curve = attention_efficiency_curve;
+  // Below the first point a kernel's time per query tile stops shrinking with the keys (setup, the
+  // softmax epilogue and the store dominate a few K/V tiles), so its efficiency falls with them.
+  const double below = std::min(1.0, keys / curve.front().keys);
+  return {keys, below * log_linear(curve, &AttentionEfficiencyPoint::keys, &AttentionEfficiencyPoint::forward, keys),
+          below * log_linear(curve, &AttentionEfficiencyPoint::keys, &AttentionEfficiencyPoint::backward, keys)};
 }
 
 double GpuSpec::peak_tflops(Precision precision) const {
@@ -137,6 +185,10 @@ void validate(const GpuSpec& g, std::string_view context) {
   within("kernel_launch_overhead_ns", g.kernel_launch_overhead_ns, 0, kMaxLatencyNs);
   check_curve(g.gemm_efficiency_curve, "gemm_efficiency_curve", true, errors);
   check_curve(g.fp8_gemm_efficiency_curve, "fp8_gemm_efficiency_curve", false, errors);
+  check_points(g.attention_efficiency_curve, "attention_efficiency_curve", false, {"keys", &AttentionEfficiencyPoint::keys}, kMaxAttentionKeys,
+               std::array{PointMember<AttentionEfficiencyPoint>{"forward", &AttentionEfficiencyPoint::forward},
+                          PointMember<AttentionEfficiencyPoint>{"backward", &AttentionEfficiencyPoint::backward}},
+               errors);
   if (!g.fp8_gemm_efficiency_curve.empty() && g.peak_fp8_tflops <= 0) {
     errors.push_back("fp8_gemm_efficiency_curve needs peak_fp8_tflops > 0");
   }

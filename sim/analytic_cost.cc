@@ -21,6 +21,12 @@ namespace {
 // activation, down, residual, plus TP collectives): the launch gap each adds on the GPU.
 constexpr double kKernelsPerLayerPass = 14;
 
+// Fused attention's backward does 2.5x its forward's matmul work: it recomputes the scores QK^T, then
+// dV = P^T dO, dP = dO V^T, dQ = dS K and dK = dS^T Q (5 matmuls against the forward's 2; Dao 2023,
+// FlashAttention-2, Algorithm 2). FlashAttention's benchmarks count its backward FLOPs the same way,
+// which is what the backward points of attention_efficiency_curve are measured against.
+constexpr double kAttentionBackwardWork = 2.5;
+
 // FP8 (Transformer Engine): bytes of HBM traffic per element to quantize a BF16 tensor into the FP8
 // row-wise and (Hopper) column-wise copies: delayed scaling reads it once (2) and writes both copies
 // (1 + 1); current/block scaling reads it twice (amax pass, then cast); a quantization fused into the
@@ -142,6 +148,27 @@ double AnalyticCost::gemm_ns(double flops, double calls) const {
   return flops / (peak_flops_per_ns_ * gpu_.gemm_efficiency(per_call));
 }
 
+// One kernel covers the microbatch's sequences and local heads. Its speed depends above all on how many
+// keys each query attends in that call (the inner loop over K/V tiles that amortises each tile's
+// setup), so the GPU's attention curve is read at that count: s/2 under the causal mask, the window's
+// mean when sliding; CP's p2p ring (and a2a+p2p's ring over its groups) runs one kernel per step on a
+// 1/cp (1/P) share of the keys. Without a curve, each (sequence, head) is timed as one BF16 GEMM.
+AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_flops) const {
+  if (forward_flops <= 0) return {};
+  const ModelSpec& m = geometry_->model();
+  const ParallelConfig& c = geometry_->config();
+  if (gpu_.attention_efficiency_curve.empty()) {
+    const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
+    const double forward = gemm_ns(forward_flops, c.mbs * heads_local);
+    return {forward, kAttentionBackwardWork * forward};
+  }
+  double ring = 1;
+  if (c.cp_comm_type == CpCommType::kP2p) ring = c.cp;
+  if (c.cp_comm_type == CpCommType::kA2aP2p) ring = c.hierarchical_context_parallel_sizes.at(1);
+  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(attended_keys_per_query(m, layer, c.seq_length) / ring);
+  return {forward_flops / (peak_flops_per_ns_ * e.forward), kAttentionBackwardWork * forward_flops / (peak_flops_per_ns_ * e.backward)};
+}
+
 double AnalyticCost::linear_ns(double flops, double calls) const {
   if (!fp8_) return gemm_ns(flops, calls);
   if (flops <= 0) return 0;
@@ -204,8 +231,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts) * expert_skew + gemm_ns(lf.router, 1);
   PassCost fwd;
   fwd.gemm_ns = qkv_ns + out_ns + mlp_ns;
-  const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
-  fwd.attention_ns = gemm_ns(lf.attention_core, c.mbs * heads_local);
+  const AttentionNs attention = attention_ns(layer, lf.attention_core);
+  fwd.attention_ns = attention.forward;
   // Memory-bound work per token (bf16): two norms (read + write h), two residual adds (3h each),
   // RoPE on Q and K, the MLP activation (read up output, write activation).
   const double norm_tokens = tokens / g.sp_split();
@@ -322,11 +349,11 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     wgrad.dp_comm_ns = std::max(0.0, fsdp_layer_ns(layer, /*gradients=*/true) - wgrad.compute_ns());
     return wgrad;
   }
-  // I: dgrad GEMMs as many FLOPs as the forward's; attention backward 2x; elementwise backward about
-  // twice the forward's traffic; the same collectives in reverse.
+  // I: dgrad GEMMs as many FLOPs as the forward's; the attention backward kernel; elementwise backward
+  // about twice the forward's traffic; the same collectives in reverse.
   PassCost in;
   in.gemm_ns = fwd.gemm_ns;
-  in.attention_ns = 2 * fwd.attention_ns;
+  in.attention_ns = attention.backward;
   // The permutes' backward moves the same bytes as their forward.
   in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns) + quantize_i_ns + permute_ns;
   in.launch_ns = fwd.launch_ns;

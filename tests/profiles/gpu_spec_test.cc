@@ -131,6 +131,46 @@ TEST(GpuSpec, Fp8GemmsUseTheirOwnCurveOrTheBf16One) {
   EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(3e10, Precision::kFp8), gpu.gemm_efficiency(3e10));
 }
 
+TEST(GpuSpec, AttentionCurveInterpolatesForwardAndBackwardByKeys) {
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  gpu.attention_efficiency_curve = {{256, 0.2, 0.1}, {4096, 0.6, 0.5}};
+  EXPECT_DOUBLE_EQ(gpu.attention_efficiency(256).forward, 0.2);
+  EXPECT_DOUBLE_EQ(gpu.attention_efficiency(4096).backward, 0.5);
+  const AttentionEfficiencyPoint mid = gpu.attention_efficiency(1024);  // halfway in log2: 256 -> 1024 -> 4096
+  EXPECT_NEAR(mid.forward, 0.4, 1e-12);
+  EXPECT_NEAR(mid.backward, 0.3, 1e-12);
+  EXPECT_DOUBLE_EQ(gpu.attention_efficiency(64).forward, 0.2 / 4);   // below: a fixed time per query tile
+  EXPECT_DOUBLE_EQ(gpu.attention_efficiency(128).backward, 0.1 / 2);
+  EXPECT_DOUBLE_EQ(gpu.attention_efficiency(1e9).backward, 0.5);    // and above
+  gpu.attention_efficiency_curve.clear();
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu.attention_efficiency(1024); }), HasSubstr("has no attention_efficiency_curve"));
+}
+
+TEST(GpuSpecJson, AttentionCurveIsOptionalAndChecked) {
+  nlohmann::json json = to_json(gpu_preset("h100-sxm"));
+  json["attention_efficiency_curve"] = nlohmann::json::parse(R"([{"keys": 512, "forward": 0.4, "backward": 0.3},
+                                                                 {"keys": 8192, "forward": 0.6, "backward": 0.5}])");
+  const GpuSpec gpu = gpu_spec_from_json(json, "g.json");
+  ASSERT_EQ(gpu.attention_efficiency_curve.size(), 2u);
+  EXPECT_EQ(gpu.attention_efficiency_curve[1], (AttentionEfficiencyPoint{8192, 0.6, 0.5}));
+  EXPECT_EQ(gpu_spec_from_json(to_json(gpu), "again"), gpu);
+
+  json["attention_efficiency_curve"][1].erase("backward");
+  EXPECT_THAT(error_message<InputError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("g.json: attention_efficiency_curve[1]: missing required attention efficiency point key 'backward'"));
+  json["attention_efficiency_curve"][1]["backward"] = 1.5;
+  json["attention_efficiency_curve"][1]["keys"] = 100;
+  const std::string message = error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); });
+  EXPECT_THAT(message, HasSubstr("attention_efficiency_curve[1].backward=1.5 must be in [0.001, 1]"));
+  EXPECT_THAT(message, HasSubstr("attention_efficiency_curve[1].keys=100 must be greater than the previous point's"));
+  json["attention_efficiency_curve"][0]["keys"] = -1;
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("attention_efficiency_curve[0].keys=-1 must be positive and at most 1e+12"));
+
+  json.erase("attention_efficiency_curve");  // absent: attention is timed on the BF16 GEMM curve
+  EXPECT_TRUE(gpu_spec_from_json(json, "g.json").attention_efficiency_curve.empty());
+}
+
 // Blackwell: one FP8 curve from published GEMM measurements (OpenXLA's B200 table, TE's B300 profile;
 // docs/profiles.md), read against each preset's own FP8 peak.
 TEST(GpuSpec, BlackwellPresetsShareOneMeasuredFp8Curve) {

@@ -73,6 +73,49 @@ TEST(AnalyticCost, SplitsBackwardIntoInputAndWeightGrads) {
             std::llround(st.i.total_ns() + st.w.total_ns()));
 }
 
+// Fused attention: the forward at the curve's forward efficiency for the keys each query attends in
+// one kernel call, the backward 2.5x the forward's FLOPs at the backward efficiency (by hand).
+TEST(AnalyticCost, AttentionIsOneFusedKernelReadAtItsKeysPerQuery) {
+  const ModelSpec m = model_preset("llama3-8b");  // 32 layers: 8 per stage at pp = 4
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  gpu.attention_efficiency_curve = {{1024, 0.3, 0.2}, {4096, 0.6, 0.4}};
+  const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
+  const double peak = gpu.peak_bf16_tflops * 1e3;  // FLOP/ns
+  ParallelConfig c = layout(m, 1, 4, 1, 1, 8, 8192);
+  const double flops = layer_forward_flops(m, 1, 1, 8192).attention_core;
+  const sim::StageCost causal = sim::AnalyticCost(m, gpu, c, shape).stage(1);  // 4096 keys per query
+  EXPECT_NEAR(causal.f.attention_ns, 8 * flops / (peak * 0.6), 1e-9 * causal.f.attention_ns);
+  EXPECT_NEAR(causal.i.attention_ns, 8 * 2.5 * flops / (peak * 0.4), 1e-9 * causal.i.attention_ns);
+
+  // CP's p2p ring: a kernel per step on half the keys (2048: halfway in log between the points).
+  c.cp = 2;
+  const double cp_flops = layer_forward_flops(m, 1, 1, 8192, 1, 2).attention_core;
+  const sim::StageCost ring = sim::AnalyticCost(m, gpu, c, shape).stage(1);
+  EXPECT_NEAR(ring.f.attention_ns, 8 * cp_flops / (peak * 0.45), 1e-9 * ring.f.attention_ns);
+  EXPECT_NEAR(ring.i.attention_ns, 8 * 2.5 * cp_flops / (peak * 0.3), 1e-9 * ring.i.attention_ns);
+  // Ulysses (a2a) gathers the sequence: each query attends all its 4096 keys in one call.
+  c.cp_comm_type = CpCommType::kA2a;
+  EXPECT_NEAR(sim::AnalyticCost(m, gpu, c, shape).stage(1).f.attention_ns, 8 * cp_flops / (peak * 0.6), 1e-9 * ring.f.attention_ns);
+
+  // Without a curve: one BF16 GEMM per (sequence, local head), the backward 2.5x its work.
+  gpu.attention_efficiency_curve.clear();
+  c.cp = 1;
+  c.cp_comm_type = CpCommType::kP2p;
+  const sim::StageCost gemm = sim::AnalyticCost(m, gpu, c, shape).stage(1);
+  EXPECT_NEAR(gemm.f.attention_ns, 8 * flops / (peak * gpu.gemm_efficiency(flops / 32)), 1e-9 * gemm.f.attention_ns);
+  EXPECT_NEAR(gemm.i.attention_ns, 2.5 * gemm.f.attention_ns, 1e-9 * gemm.i.attention_ns);
+}
+
+// A sliding-window layer's kernel is read at the window's mean keys per query, not s/2.
+TEST(AnalyticCost, WindowedAttentionReadsTheCurveAtTheWindow) {
+  const ModelSpec m = model_preset("gpt-oss-120b");  // layers 0, 2, ... windowed (128 + 1 keys)
+  ASSERT_TRUE(m.is_window_attention_layer(0));
+  ASSERT_FALSE(m.is_window_attention_layer(1));
+  const double s = 4096;
+  EXPECT_NEAR(attended_keys_per_query(m, 0, 4096), 129 - 129.0 * 128 / (2 * s), 1e-9);
+  EXPECT_DOUBLE_EQ(attended_keys_per_query(m, 1, 4096), s / 2);
+}
+
 TEST(AnalyticCost, TensorParallelismShrinksComputeAndAddsCollectives) {
   const ModelSpec m = model_preset("llama3-70b");
   const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});

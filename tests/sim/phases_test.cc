@@ -123,7 +123,9 @@ TEST(PhasesOf, SimulationCarriesOneEntryPerActionKind) {
   for (const ActionPhases& k : o.phases) EXPECT_TRUE(kinds.emplace(k.op, k.stage, k.b_stage).second) << "listed twice";
   for (const auto& rank : o.result.timeline.ranks) {
     for (const TimelineEvent& e : rank) {
-      if (e.stream == Stream::Compute) EXPECT_NE(find_phases(o.phases, e.action), nullptr) << to_string(e.action);
+      if (e.stream == Stream::Compute) {
+        EXPECT_NE(find_phases(o.phases, e.action), nullptr) << to_string(e.action);
+      }
     }
   }
   r.ranking_only = true;

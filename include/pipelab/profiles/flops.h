@@ -45,6 +45,10 @@ struct LayerFlops {
 LayerFlops layer_forward_flops(const ModelSpec& model, int layer, std::int64_t mbs,
                                std::int64_t seq_length, int tp = 1, int cp = 1);
 
+/// Keys one query of `layer` attends to on average, as the FLOP counts above take them: s/2 under
+/// the causal mask, or the mean over the sequence of a sliding window (layer 0-based).
+double attended_keys_per_query(const ModelSpec& model, int layer, std::int64_t seq_length);
+
 /// Forward FLOPs of the output layer (logits over the padded vocabulary) for one microbatch per rank.
 double logits_forward_flops(const ModelSpec& model, std::int64_t mbs, std::int64_t seq_length,
                             int tp = 1, int cp = 1, int vocab_divisor = 128);

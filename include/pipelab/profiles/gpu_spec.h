@@ -21,6 +21,19 @@ struct GemmEfficiencyPoint {
   bool operator==(const GemmEfficiencyPoint&) const = default;
 };
 
+/// One point of the fused-attention efficiency curve (FlashAttention / cuDNN kernels, BF16): a kernel
+/// whose queries each attend `keys` keys on average runs its forward at `forward` x peak_bf16_tflops and
+/// its backward at `backward` x peak_bf16_tflops, with FLOPs counted as FlashAttention's benchmarks count
+/// them (forward 4 x keys x head_dim per query and head; backward 2.5 x the forward, which recomputes
+/// the scores). docs/profiles.md, "attention_efficiency_curve".
+struct AttentionEfficiencyPoint {
+  double keys = 0;      // mean keys attended per query in one kernel call (causal over s: s/2)
+  double forward = 0;   // achieved / BF16 peak, in (0, 1]
+  double backward = 0;  // achieved / BF16 peak, in (0, 1]
+
+  bool operator==(const AttentionEfficiencyPoint&) const = default;
+};
+
 /// Bandwidths are GB/s with G = 1e9. nvlink_bandwidth_gbps is per GPU *per direction* (half of the
 /// "total bidirectional" figure NVIDIA quotes: H100 900 GB/s total -> 450); nic_bandwidth_gbps is the
 /// scale-out NIC per GPU per direction (400 Gb/s -> 50).
@@ -39,6 +52,8 @@ struct GpuSpec {
   std::vector<GemmEfficiencyPoint> gemm_efficiency_curve;  // BF16, of peak_bf16_tflops; strictly increasing flops
   /// FP8 GEMMs, of peak_fp8_tflops (quantization kernels not included); empty = the BF16 curve.
   std::vector<GemmEfficiencyPoint> fp8_gemm_efficiency_curve;
+  /// Fused attention by keys per query; empty = attention timed on gemm_efficiency_curve.
+  std::vector<AttentionEfficiencyPoint> attention_efficiency_curve;
   int sm_count = 0;  // streaming multiprocessors; 0 = unknown (communication kernels' SMs not modelled)
   double memory_bandwidth_efficiency = 0;  // achievable fraction of hbm_bandwidth_gbps
   double collective_efficiency = 0;        // achievable fraction of link bandwidth (NCCL busbw)
@@ -51,6 +66,10 @@ struct GpuSpec {
   double gemm_efficiency(double flops) const;
   /// The same on the curve of `precision` (FP8: fp8_gemm_efficiency_curve when it has points).
   double gemm_efficiency(double flops, Precision precision) const;
+  /// Forward and backward efficiency of a fused-attention kernel whose queries attend `keys` keys
+  /// (log-linear in keys between points, the last point's beyond it, and below the first point that
+  /// point's efficiency x keys / its keys: a fixed time per query tile); requires the curve.
+  AttentionEfficiencyPoint attention_efficiency(double keys) const;
   /// Dense peak at `precision` (ConfigError for fp8 on a GPU without FP8 tensor cores).
   double peak_tflops(Precision precision) const;
   /// hbm_bytes - reserved_memory_bytes: what the memory model may fill.

@@ -108,7 +108,13 @@ class AnalyticCost final : public CostModel {
   /// The loss (final norm, LM head, cross-entropy) and/or `mtp_layers` MTP modules of a stage.
   PassCost output_pass(Pass pass, bool loss, int mtp_layers) const;
   PassCost embedding_pass(Pass pass) const;
-  /// A BF16 GEMM (attention core, router, LM head).
+  /// One layer's fused attention kernel (BF16) on `forward_flops` (the model's count, per GPU): its
+  /// forward, and its backward, which does 2.5 x that work.
+  struct AttentionNs {
+    double forward = 0, backward = 0;
+  };
+  AttentionNs attention_ns(int layer, double forward_flops) const;
+  /// A BF16 GEMM (router, LM head).
   double gemm_ns(double flops, double calls) const;
   /// A linear layer's GEMM: FP8 (its own curve and peak) when the precision is fp8, else gemm_ns.
   double linear_ns(double flops, double calls) const;
