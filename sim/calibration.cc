@@ -29,7 +29,8 @@ SimulationRequest run_request(const RunRecord& run, const GpuSpec& gpu) {
 ParamBounds calibration_bounds(CalibrationParam param) {
   switch (param) {
     case CalibrationParam::GemmScale:
-    case CalibrationParam::Fp8GemmScale: return {0.25, 4.0};
+    case CalibrationParam::Fp8GemmScale:
+    case CalibrationParam::AttentionScale: return {0.25, 4.0};
     case CalibrationParam::CollectiveEfficiency: return {0.3, 1.0};
     case CalibrationParam::KernelLaunchOverheadNs: return {100, 20000};
     case CalibrationParam::MemoryBandwidthEfficiency: return {0.5, 1.0};
@@ -62,7 +63,8 @@ std::vector<CalibrationParam> parse_calibration_params(std::string_view comma_li
 double param_value(const GpuSpec& gpu, CalibrationParam param) {
   switch (param) {
     case CalibrationParam::GemmScale:
-    case CalibrationParam::Fp8GemmScale: return 1.0;
+    case CalibrationParam::Fp8GemmScale:
+    case CalibrationParam::AttentionScale: return 1.0;
     case CalibrationParam::CollectiveEfficiency: return gpu.collective_efficiency;
     case CalibrationParam::KernelLaunchOverheadNs: return gpu.kernel_launch_overhead_ns;
     case CalibrationParam::MemoryBandwidthEfficiency: return gpu.memory_bandwidth_efficiency;
@@ -77,6 +79,12 @@ GpuSpec with_param(GpuSpec gpu, CalibrationParam param, double value) {
   switch (param) {
     case CalibrationParam::GemmScale: scale(gpu.gemm_efficiency_curve); break;
     case CalibrationParam::Fp8GemmScale: scale(gpu.fp8_gemm_efficiency_curve); break;
+    case CalibrationParam::AttentionScale:
+      for (AttentionEfficiencyPoint& p : gpu.attention_efficiency_curve) {
+        p.forward = std::min(1.0, p.forward * value);
+        p.backward = std::min(1.0, p.backward * value);
+      }
+      break;
     case CalibrationParam::CollectiveEfficiency: gpu.collective_efficiency = value; break;
     case CalibrationParam::KernelLaunchOverheadNs: gpu.kernel_launch_overhead_ns = value; break;
     case CalibrationParam::MemoryBandwidthEfficiency: gpu.memory_bandwidth_efficiency = value; break;
@@ -279,6 +287,9 @@ std::string unidentifiable(const Fitter& probe, const GpuSpec& gpu, CalibrationP
     if (gpu.fp8_gemm_efficiency_curve.empty()) return "the GPU spec has no fp8_gemm_efficiency_curve";
     if (!has_fp8) return "no run is FP8";
   }
+  if (param == CalibrationParam::AttentionScale && gpu.attention_efficiency_curve.empty()) {
+    return "the GPU spec has no attention_efficiency_curve";
+  }
   const double v = param_value(gpu, param);
   const ParamBounds b = calibration_bounds(param);
   const double moved = std::clamp(v > 0 ? v * 0.8 : b.hi / 10, b.lo, b.hi);
@@ -374,6 +385,10 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
   }
   for (auto* curve : {&after.gemm_efficiency_curve, &after.fp8_gemm_efficiency_curve}) {
     for (GemmEfficiencyPoint& p : *curve) p.efficiency = round_significant(p.efficiency);
+  }
+  for (AttentionEfficiencyPoint& p : after.attention_efficiency_curve) {
+    p.forward = round_significant(p.forward);
+    p.backward = round_significant(p.backward);
   }
   std::vector<double> predicted = fitter.predict(after, all);
   report.objective_before = fitter.msle(before, all);

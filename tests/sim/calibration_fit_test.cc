@@ -106,6 +106,32 @@ TEST(Calibration, DefaultFitsWhatTheRunsIdentify) {
   }
 }
 
+// attention_scale multiplies both figures of every attention point (capped at 1); a spec without the
+// curve cannot fit it, and says so.
+TEST(Calibration, AttentionScaleNeedsTheSpecsAttentionCurve) {
+  GpuSpec base = gpu_preset("h100-sxm");
+  const GpuSpec doubled = sim::with_param(base, CalibrationParam::AttentionScale, 2.0);
+  for (std::size_t i = 0; i < base.attention_efficiency_curve.size(); ++i) {
+    EXPECT_DOUBLE_EQ(doubled.attention_efficiency_curve[i].forward, std::min(1.0, 2 * base.attention_efficiency_curve[i].forward));
+    EXPECT_DOUBLE_EQ(doubled.attention_efficiency_curve[i].backward, std::min(1.0, 2 * base.attention_efficiency_curve[i].backward));
+  }
+  std::vector<RunRecord> runs = measured_on(base);
+  runs.resize(2);
+  sim::CalibrationOptions options;
+  options.max_evaluations = 20;
+  bool fitted = false;
+  for (const sim::FittedParam& p : sim::calibrate(runs, base, options).params) fitted |= p.param == CalibrationParam::AttentionScale;
+  EXPECT_TRUE(fitted) << "the default fits it when the runs depend on it";
+  base.attention_efficiency_curve.clear();
+  options.params = {CalibrationParam::AttentionScale};
+  try {
+    sim::calibrate(runs, base, options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "cannot fit attention_scale: the GPU spec has no attention_efficiency_curve");
+  }
+}
+
 TEST(Calibration, UnknownParameterNamesTheValidOnes) {
   EXPECT_EQ(sim::parse_calibration_params("gemm_scale, collective_efficiency"),
             (std::vector<CalibrationParam>{CalibrationParam::GemmScale, CalibrationParam::CollectiveEfficiency}));
@@ -118,10 +144,10 @@ TEST(Calibration, UnknownParameterNamesTheValidOnes) {
     return std::string("no error");
   };
   EXPECT_EQ(error_of("gemm_scale,nvlink_speed"),
-            "calibration parameter='nvlink_speed' must be one of: gemm_scale, fp8_gemm_scale, collective_efficiency, "
+            "calibration parameter='nvlink_speed' must be one of: gemm_scale, fp8_gemm_scale, attention_scale, collective_efficiency, "
             "kernel_launch_overhead_ns, memory_bandwidth_efficiency");
   EXPECT_EQ(error_of("gemm_scale,gemm_scale"), "calibration parameter 'gemm_scale' is named twice");
-  EXPECT_EQ(error_of(" , "), "no calibration parameter named; valid: gemm_scale, fp8_gemm_scale, collective_efficiency, "
+  EXPECT_EQ(error_of(" , "), "no calibration parameter named; valid: gemm_scale, fp8_gemm_scale, attention_scale, collective_efficiency, "
                              "kernel_launch_overhead_ns, memory_bandwidth_efficiency");
 }
 

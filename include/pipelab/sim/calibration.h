@@ -27,14 +27,16 @@ SimulationRequest run_request(const RunRecord& run, const GpuSpec& gpu);
 enum class CalibrationParam : std::uint8_t {
   GemmScale,                  // multiplies every point of gemm_efficiency_curve (capped at 1)
   Fp8GemmScale,               // the same for fp8_gemm_efficiency_curve
+  AttentionScale,             // the same for both figures of attention_efficiency_curve
   CollectiveEfficiency,       // GpuSpec::collective_efficiency
   KernelLaunchOverheadNs,     // GpuSpec::kernel_launch_overhead_ns
   MemoryBandwidthEfficiency,  // GpuSpec::memory_bandwidth_efficiency
 };
 
-inline constexpr std::array<EnumName<CalibrationParam>, 5> kCalibrationParamNames = {{
+inline constexpr std::array<EnumName<CalibrationParam>, 6> kCalibrationParamNames = {{
     {CalibrationParam::GemmScale, "gemm_scale"},
     {CalibrationParam::Fp8GemmScale, "fp8_gemm_scale"},
+    {CalibrationParam::AttentionScale, "attention_scale"},
     {CalibrationParam::CollectiveEfficiency, "collective_efficiency"},
     {CalibrationParam::KernelLaunchOverheadNs, "kernel_launch_overhead_ns"},
     {CalibrationParam::MemoryBandwidthEfficiency, "memory_bandwidth_efficiency"},
