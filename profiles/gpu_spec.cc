@@ -63,6 +63,7 @@ const std::array kFields = {
     Field{"fp8_gemm_efficiency_curve", &GpuSpec::fp8_gemm_efficiency_curve},  // absent = the BF16 curve
     Field{"attention_efficiency_curve", &GpuSpec::attention_efficiency_curve},  // absent = the BF16 GEMM curve
     Field{"sm_count", &GpuSpec::sm_count},                                    // absent = 0, unknown
+    Field{"sustained_compute_ratio", &GpuSpec::sustained_compute_ratio},  // absent = 1, not modelled
     Field{"memory_bandwidth_efficiency", &GpuSpec::memory_bandwidth_efficiency, true},
     Field{"collective_efficiency", &GpuSpec::collective_efficiency, true},
     Field{"reserved_memory_bytes", &GpuSpec::reserved_memory_bytes, true},
@@ -195,6 +196,7 @@ void validate(const GpuSpec& g, std::string_view context) {
   if (g.sm_count < 0 || g.sm_count > kMaxSmCount) {
     errors.push_back("sm_count=" + std::to_string(g.sm_count) + " must be in [0, " + std::to_string(kMaxSmCount) + "] (0 = unknown)");
   }
+  within("sustained_compute_ratio", g.sustained_compute_ratio, kMinEfficiency, 1);
   within("memory_bandwidth_efficiency", g.memory_bandwidth_efficiency, kMinEfficiency, 1);
   within("collective_efficiency", g.collective_efficiency, kMinEfficiency, 1);
   if (g.reserved_memory_bytes < 0 || g.reserved_memory_bytes >= g.hbm_bytes) {

@@ -71,12 +71,15 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
   const ParallelConfig& cfg = g.config();
   // Decoder GEMMs run at the configured precision; attention core, router, LM head stay BF16.
   fp8_ = cfg.precision == Precision::kFp8;
-  peak_flops_per_ns_ = gpu.peak_tflops(Precision::kBf16) * 1e3;  // TFLOP/s -> FLOP/ns
+  // Tensor-core work runs at the clock the GPU holds at its power limit, below the short runs the
+  // efficiency curves were measured in (GpuSpec::sustained_compute_ratio).
+  const double sustained = gpu.sustained_compute_ratio;
+  peak_flops_per_ns_ = gpu.peak_tflops(Precision::kBf16) * 1e3 * sustained;  // TFLOP/s -> FLOP/ns
   if (fp8_) {
     const double block_scaled = cfg.fp8_recipe == Fp8Recipe::kBlockwise ? kBlockwiseGemmFactor
                                 : cfg.fp8_recipe == Fp8Recipe::kMxfp8   ? kMxfp8GemmFactor
                                                                         : 1.0;
-    fp8_flops_per_ns_ = gpu.peak_tflops(Precision::kFp8) * 1e3 * block_scaled;
+    fp8_flops_per_ns_ = gpu.peak_tflops(Precision::kFp8) * 1e3 * block_scaled * sustained;
     quantize_bytes_ = cfg.fp8_recipe == Fp8Recipe::kDelayed ? kQuantizeDelayedBytes : kQuantizeCurrentBytes;
   }
   // A decoder layer's cost depends on the layer only through its kind (MoE or dense, windowed

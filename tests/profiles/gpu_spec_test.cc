@@ -171,6 +171,16 @@ TEST(GpuSpecJson, AttentionCurveIsOptionalAndChecked) {
   EXPECT_TRUE(gpu_spec_from_json(json, "g.json").attention_efficiency_curve.empty());
 }
 
+TEST(GpuSpecJson, SustainedComputeRatioIsOptionalAndAFraction) {
+  nlohmann::json json = to_json(gpu_preset("h100-sxm"));
+  EXPECT_DOUBLE_EQ(json.at("sustained_compute_ratio").get<double>(), 0.893);
+  json["sustained_compute_ratio"] = 1.2;
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("sustained_compute_ratio=1.2 must be in [0.001, 1]"));
+  json.erase("sustained_compute_ratio");  // absent: no power-limit slowdown modelled
+  EXPECT_DOUBLE_EQ(gpu_spec_from_json(json, "g.json").sustained_compute_ratio, 1.0);
+}
+
 // Blackwell: one FP8 curve from published GEMM measurements (OpenXLA's B200 table, TE's B300 profile;
 // docs/profiles.md), read against each preset's own FP8 peak.
 TEST(GpuSpec, BlackwellPresetsShareOneMeasuredFp8Curve) {

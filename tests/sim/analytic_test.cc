@@ -80,7 +80,7 @@ TEST(AnalyticCost, AttentionIsOneFusedKernelReadAtItsKeysPerQuery) {
   GpuSpec gpu = gpu_preset("h100-sxm");
   gpu.attention_efficiency_curve = {{1024, 0.3, 0.2}, {4096, 0.6, 0.4}};
   const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
-  const double peak = gpu.peak_bf16_tflops * 1e3;  // FLOP/ns
+  const double peak = gpu.peak_bf16_tflops * 1e3 * gpu.sustained_compute_ratio;  // FLOP/ns held at the power limit
   ParallelConfig c = layout(m, 1, 4, 1, 1, 8, 8192);
   const double flops = layer_forward_flops(m, 1, 1, 8192).attention_core;
   const sim::StageCost causal = sim::AnalyticCost(m, gpu, c, shape).stage(1);  // 4096 keys per query
@@ -104,6 +104,28 @@ TEST(AnalyticCost, AttentionIsOneFusedKernelReadAtItsKeysPerQuery) {
   const sim::StageCost gemm = sim::AnalyticCost(m, gpu, c, shape).stage(1);
   EXPECT_NEAR(gemm.f.attention_ns, 8 * flops / (peak * gpu.gemm_efficiency(flops / 32)), 1e-9 * gemm.f.attention_ns);
   EXPECT_NEAR(gemm.i.attention_ns, 2.5 * gemm.f.attention_ns, 1e-9 * gemm.i.attention_ns);
+}
+
+// The GPU's sustained compute ratio slows the tensor-core work (GEMMs, FP8 GEMMs, attention) by its
+// inverse and nothing else: memory-bound kernels and communication keep their times.
+TEST(AnalyticCost, SustainedComputeRatioSlowsOnlyTensorCoreWork) {
+  const ModelSpec m = model_preset("llama3-70b");
+  const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
+  GpuSpec full = gpu_preset("h100-sxm");
+  full.sustained_compute_ratio = 1;
+  GpuSpec held = full;
+  held.sustained_compute_ratio = 0.8;
+  for (const Precision precision : {Precision::kBf16, Precision::kFp8}) {
+    ParallelConfig c = layout(m, 4, 4, 1, 1, 8);
+    c.precision = precision;
+    const sim::PassCost a = sim::AnalyticCost(m, full, c, shape).stage(1).f;
+    const sim::PassCost b = sim::AnalyticCost(m, held, c, shape).stage(1).f;
+    EXPECT_NEAR(b.gemm_ns, a.gemm_ns / 0.8, 1e-9 * b.gemm_ns) << to_string(precision);
+    EXPECT_NEAR(b.attention_ns, a.attention_ns / 0.8, 1e-9 * b.attention_ns) << to_string(precision);
+    EXPECT_DOUBLE_EQ(b.elementwise_ns, a.elementwise_ns) << to_string(precision);
+    EXPECT_DOUBLE_EQ(b.tp_comm_ns, a.tp_comm_ns) << to_string(precision);
+    EXPECT_DOUBLE_EQ(b.flops, a.flops) << to_string(precision);  // model FLOPs, MFU's numerator
+  }
 }
 
 // A sliding-window layer's kernel is read at the window's mean keys per query, not s/2.

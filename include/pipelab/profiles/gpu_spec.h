@@ -55,6 +55,10 @@ struct GpuSpec {
   /// Fused attention by keys per query; empty = attention timed on gemm_efficiency_curve.
   std::vector<AttentionEfficiencyPoint> attention_efficiency_curve;
   int sm_count = 0;  // streaming multiprocessors; 0 = unknown (communication kernels' SMs not modelled)
+  /// Tensor-core throughput sustained at the power limit through training, as a fraction of the
+  /// short-run throughput the curves above were measured at (clocks fall when the GPU holds its power
+  /// cap); multiplies GEMM and attention speed. 1 = not modelled.
+  double sustained_compute_ratio = 1;
   double memory_bandwidth_efficiency = 0;  // achievable fraction of hbm_bandwidth_gbps
   double collective_efficiency = 0;        // achievable fraction of link bandwidth (NCCL busbw)
   std::int64_t reserved_memory_bytes = 0;  // CUDA context, NCCL buffers, workspaces, allocator slack

@@ -141,9 +141,9 @@ class AnalyticCost final : public CostModel {
   std::vector<StageTotals> totals_;
   std::vector<std::int64_t> stage_param_elems_;  // parameters per GPU of each stage
   std::int64_t boundary_bytes_ = 0;
-  double peak_flops_per_ns_ = 0;  // BF16
+  double peak_flops_per_ns_ = 0;  // BF16, x the sustained compute ratio
   bool fp8_ = false;               // linear layers in FP8 (Transformer Engine)
-  double fp8_flops_per_ns_ = 0;    // FP8 peak, x the block-scaled GEMMs' factor (blockwise, mxfp8)
+  double fp8_flops_per_ns_ = 0;    // FP8 peak, x the block-scaled GEMMs' factor (blockwise, mxfp8) and the sustained ratio
   double quantize_bytes_ = 0;      // HBM bytes per element of an unfused quantization
   double ep_sm_share_ = 0;         // share of the SMs the EP dispatch kernels hold (flex dispatcher)
 };
