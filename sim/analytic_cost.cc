@@ -155,7 +155,7 @@ double AnalyticCost::gemm_ns(double flops, double calls) const {
 // keys each query attends in that call (the inner loop over K/V tiles that amortises each tile's
 // setup), so the GPU's attention curve is read at that count: s/2 under the causal mask, the window's
 // mean when sliding; CP's p2p ring (and a2a+p2p's ring over its groups) runs one kernel per step on a
-// 1/cp (1/P) share of the keys. Without a curve, each (sequence, head) is timed as one BF16 GEMM.
+// 1/cp (1/P) share of a causal layer's keys. Without a curve, each (sequence, head) is timed as one BF16 GEMM.
 AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_flops) const {
   if (forward_flops <= 0) return {};
   const ModelSpec& m = geometry_->model();
@@ -168,7 +168,10 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
   double ring = 1;
   if (c.cp_comm_type == CpCommType::kP2p) ring = c.cp;
   if (c.cp_comm_type == CpCommType::kA2aP2p) ring = c.hierarchical_context_parallel_sizes.at(1);
-  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(attended_keys_per_query(m, layer, c.seq_length) / ring);
+  // A sliding window's keys sit in the one or two steps that hold it, not spread over the ring.
+  const double attended = attended_keys_per_query(m, layer, c.seq_length);
+  const double keys = m.is_window_attention_layer(layer) ? std::min(attended, c.seq_length / 2.0 / ring) : attended / ring;
+  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(keys);
   return {forward_flops / (peak_flops_per_ns_ * e.forward), kAttentionBackwardWork * forward_flops / (peak_flops_per_ns_ * e.backward)};
 }
 

@@ -136,6 +136,23 @@ TEST(AnalyticCost, WindowedAttentionReadsTheCurveAtTheWindow) {
   const double s = 4096;
   EXPECT_NEAR(attended_keys_per_query(m, 0, 4096), 129 - 129.0 * 128 / (2 * s), 1e-9);
   EXPECT_DOUBLE_EQ(attended_keys_per_query(m, 1, 4096), s / 2);
+
+  // Every layer windowed: CP's p2p ring splits the FLOPs, not the keys a query sees in one call, so
+  // the time per FLOP stays; a causal layer's keys split over the ring, and its kernels run slower.
+  auto ns_per_flop = [](const ModelSpec& model, int cp) {
+    ParallelConfig c = layout(model, 1, 1, 2 / cp, 1, 8, 4096);
+    c.cp = cp;
+    const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+    const double flops = model.num_layers * layer_forward_flops(model, 1, 1, 4096, 1, cp).attention_core;
+    return sim::AnalyticCost(model, gpu_preset("h100-sxm"), c, shape).stage(0).f.attention_ns / flops;
+  };
+  ModelSpec windowed = model_preset("gpt-oss-120b");
+  windowed.window_attn_skip_freq = 0;
+  ASSERT_TRUE(windowed.is_window_attention_layer(1));
+  EXPECT_NEAR(ns_per_flop(windowed, 2), ns_per_flop(windowed, 1), 1e-9 * ns_per_flop(windowed, 1));
+  ModelSpec causal = windowed;
+  causal.window_size = 0;
+  EXPECT_GT(ns_per_flop(causal, 2), 1.05 * ns_per_flop(causal, 1));
 }
 
 TEST(AnalyticCost, TensorParallelismShrinksComputeAndAddsCollectives) {
