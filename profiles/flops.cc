@@ -35,7 +35,7 @@ double attention_out_flops_per_token(const ModelSpec& m) {
 // training.py); in a sliding-window layer W = window_size + 1 keys (the window and the query itself)
 // once the window is full, averaged over the sequence: (W(W+1)/2 + (s-W)W)/s = W - W(W-1)/(2s)
 // (Megatron-Bridge flop_utils.py, whose count falls back to s/2 when W >= s).
-double attended_keys_per_query(const ModelSpec& m, bool windowed, double s) {
+double mean_keys_per_query(const ModelSpec& m, bool windowed, double s) {
   const double window = m.window_size + 1.0;
   if (!windowed || window >= s) return s / 2;
   return window - window * (window - 1) / (2 * s);
@@ -63,7 +63,7 @@ LayerFlops layer_flops(const ModelSpec& m, int layer, double tokens, double s, d
   LayerFlops f;
   f.qkv = tokens * attention_projection_flops_per_token(m) / split;
   f.attention_core =
-      tokens * attention_core_flops_per_token(m, attended_keys_per_query(m, m.is_window_attention_layer(layer), s)) / split;
+      tokens * attention_core_flops_per_token(m, mean_keys_per_query(m, m.is_window_attention_layer(layer), s)) / split;
   f.attn_out = tokens * attention_out_flops_per_token(m) / split;
   f.mlp = tokens * mlp_flops_per_token(m, moe) / split;
   f.router = moe ? tokens * 2.0 * m.hidden_size * m.num_experts / split : 0;
@@ -106,8 +106,8 @@ double megatron_model_flops(const ModelSpec& m, std::int64_t global_batch, std::
   const double per_token =
       dense_layers * mlp_flops_per_token(m, false) + moe_layers * mlp_flops_per_token(m, true) +
       layers * (attention_projection_flops_per_token(m) + attention_out_flops_per_token(m)) +
-      (layers - windowed_layers) * attention_core_flops_per_token(m, attended_keys_per_query(m, false, s)) +
-      windowed_layers * attention_core_flops_per_token(m, attended_keys_per_query(m, true, s)) +
+      (layers - windowed_layers) * attention_core_flops_per_token(m, mean_keys_per_query(m, false, s)) +
+      windowed_layers * attention_core_flops_per_token(m, mean_keys_per_query(m, true, s)) +
       mtp * 2 * (3 * h + 2 * h * h) +                                                   // MTP norms + eh proj
       2 * h * static_cast<double>(padded_vocab_size(m, vocab_divisor)) * (mtp + 1);  // logits
   return 3 * static_cast<double>(global_batch) * s * per_token;
@@ -127,7 +127,7 @@ LayerFlops layer_forward_flops(const ModelSpec& m, int layer, std::int64_t mbs, 
 double attended_keys_per_query(const ModelSpec& m, int layer, std::int64_t seq_length) {
   require_layer(m, layer);
   require_positive("seq_length", seq_length);
-  return attended_keys_per_query(m, m.is_window_attention_layer(layer), static_cast<double>(seq_length));
+  return mean_keys_per_query(m, m.is_window_attention_layer(layer), static_cast<double>(seq_length));
 }
 
 double logits_forward_flops(const ModelSpec& m, std::int64_t mbs, std::int64_t seq_length, int tp, int cp,

@@ -46,7 +46,7 @@ namespace {
 using Field = detail::Field<GpuSpec, std::string, double, std::int64_t, int, std::vector<GemmEfficiencyPoint>,
                             std::vector<AttentionEfficiencyPoint>>;
 
-// One row per JSON key; drives from_json and to_json. Every key but peak_fp8_tflops is required.
+// One row per JSON key; drives from_json and to_json. Keys marked true are required; the others have defaults.
 const std::array kFields = {
     Field{"name", &GpuSpec::name, true},
     Field{"peak_bf16_tflops", &GpuSpec::peak_bf16_tflops, true},
@@ -152,6 +152,7 @@ double GpuSpec::gemm_efficiency(double flops, Precision precision) const {
 
 AttentionEfficiencyPoint GpuSpec::attention_efficiency(double keys) const {
   if (attention_efficiency_curve.empty()) throw ConfigError("gpu '" + name + "' has no attention_efficiency_curve");
+  if (!(keys > 0)) throw InputError("attention keys per query=" + number_text(keys) + " must be positive");
   const auto& curve = attention_efficiency_curve;
   // Below the first point a kernel's time per query tile stops shrinking with the keys (setup, the
   // softmax epilogue and the store dominate a few K/V tiles), so its efficiency falls with them.

@@ -360,6 +360,14 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
           "cp_comm_type=a2a needs cp=" + str(c.cp) + " to divide the heads per TP rank, num_attention_heads/tp = " +
               str(m.num_attention_heads / c.tp));
   }
+  // Transformer Engine runs CP over a sliding window only by gathering K/V (all_gather) or the heads (a2a):
+  // its p2p ring has no windowed mask (context_parallel.py asserts it).
+  const bool ring = c.cp_comm_type == CpCommType::kP2p || c.cp_comm_type == CpCommType::kA2aP2p;
+  if (c.cp > 1 && ring && m.num_window_attention_layers() > 0) {
+    error("cp_comm_type", "window_needs_gathered_cp",
+          "cp_comm_type=" + std::string(to_string(c.cp_comm_type)) + " at cp=" + str(c.cp) + " cannot run sliding-window attention (window_size=" +
+              str(m.window_size) + "): Transformer Engine supports CP with a sliding window only as a2a or all_gather");
+  }
   const std::vector<int>& levels = c.hierarchical_context_parallel_sizes;
   if (c.cp > 1 && c.cp_comm_type == CpCommType::kA2aP2p) {
     if (levels.size() != 2 || levels[0] < 1 || levels[1] < 1 || levels[0] * levels[1] != c.cp) {

@@ -155,7 +155,7 @@ double AnalyticCost::gemm_ns(double flops, double calls) const {
 // keys each query attends in that call (the inner loop over K/V tiles that amortises each tile's
 // setup), so the GPU's attention curve is read at that count: s/2 under the causal mask, the window's
 // mean when sliding; CP's p2p ring (and a2a+p2p's ring over its groups) runs one kernel per step on a
-// 1/cp (1/P) share of a causal layer's keys. Without a curve, each (sequence, head) is timed as one BF16 GEMM.
+// 1/cp (1/P) share of the keys. Without a curve, each (sequence, head) is timed as one BF16 GEMM.
 AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_flops) const {
   if (forward_flops <= 0) return {};
   const ModelSpec& m = geometry_->model();
@@ -165,13 +165,11 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
     const double forward = gemm_ns(forward_flops, c.mbs * heads_local);
     return {forward, kAttentionBackwardWork * forward};
   }
+  // check() refuses a sliding window under a ring, so a ring only ever splits a causal layer's keys.
   double ring = 1;
-  if (c.cp_comm_type == CpCommType::kP2p) ring = c.cp;
-  if (c.cp_comm_type == CpCommType::kA2aP2p) ring = c.hierarchical_context_parallel_sizes.at(1);
-  // A sliding window's keys sit in the one or two steps that hold it, not spread over the ring.
-  const double attended = attended_keys_per_query(m, layer, c.seq_length);
-  const double keys = m.is_window_attention_layer(layer) ? std::min(attended, c.seq_length / 2.0 / ring) : attended / ring;
-  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(keys);
+  if (c.cp > 1 && c.cp_comm_type == CpCommType::kP2p) ring = c.cp;
+  if (c.cp > 1 && c.cp_comm_type == CpCommType::kA2aP2p) ring = c.hierarchical_context_parallel_sizes.at(1);
+  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(attended_keys_per_query(m, layer, c.seq_length) / ring);
   return {forward_flops / (peak_flops_per_ns_ * e.forward), kAttentionBackwardWork * forward_flops / (peak_flops_per_ns_ * e.backward)};
 }
 
@@ -297,7 +295,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // EP: the token dispatch and the combine, each with its expert-TP gather or scatter.
   fwd.ep_comm_ns = 2 * dispatch.comm_ns;
   // CP (TE's cp_comm_type): p2p passes each rank's K/V chunk around the ring, exposed only beyond the
-  // attention compute (I: K/V and dK/V, twice); all_gather gathers all K/V first, not overlapped
+  // attention kernel (I: K/V and dK/V, twice the bytes, beside the backward kernel); all_gather gathers all K/V first, not overlapped
   // (I: gathered again and dK/V reduce-scattered); a2a (Ulysses) trades sequence for heads with four
   // all-to-alls of Q, K, V and the output, not overlapped (I: the same four); a2a+p2p does the four
   // all-to-alls inside groups of A adjacent CP ranks and then the p2p ring over the P = cp/A groups
@@ -314,8 +312,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     };
     switch (c.cp_comm_type) {
       case CpCommType::kP2p:
-        fwd.cp_comm_ns = std::max(0.0, collective_ns(gathered, c.cp - 1, link) - fwd.attention_ns);
-        cp_backward_ns = 2 * fwd.cp_comm_ns;
+        fwd.cp_comm_ns = std::max(0.0, collective_ns(gathered, c.cp - 1, link) - attention.forward);
+        cp_backward_ns = std::max(0.0, 2 * collective_ns(gathered, c.cp - 1, link) - attention.backward);
         break;
       case CpCommType::kAllGather:
         fwd.cp_comm_ns = collective_ns(gathered, c.cp - 1, link);
@@ -328,11 +326,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       case CpCommType::kA2aP2p: {  // check() guarantees two sizes with product cp
         const int a = c.hierarchical_context_parallel_sizes.at(0), p = c.hierarchical_context_parallel_sizes.at(1);
         const double a2a = a > 1 ? a2a_ns(a, layout_.group_link(c.tp, a)) : 0;
-        const double ring = p > 1 ? std::max(0.0, collective_ns(tokens * kv_local * kBf16Bytes * (p - 1), p - 1, layout_.group_link(c.tp * a, p)) -
-                                                      fwd.attention_ns)
-                                  : 0;
-        fwd.cp_comm_ns = a2a + ring;
-        cp_backward_ns = a2a + 2 * ring;
+        const double ring_ns = p > 1 ? collective_ns(tokens * kv_local * kBf16Bytes * (p - 1), p - 1, layout_.group_link(c.tp * a, p)) : 0;
+        fwd.cp_comm_ns = a2a + std::max(0.0, ring_ns - attention.forward);
+        cp_backward_ns = a2a + std::max(0.0, 2 * ring_ns - attention.backward);
         break;
       }
     }

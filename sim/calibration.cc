@@ -72,19 +72,29 @@ double param_value(const GpuSpec& gpu, CalibrationParam param) {
   return 0;
 }
 
+namespace {
+
+// Every efficiency of a curve through `f` (GEMM points: efficiency; attention points: forward, backward).
+template <class F>
+void for_each_efficiency(std::vector<GemmEfficiencyPoint>& curve, F f) {
+  for (GemmEfficiencyPoint& p : curve) f(p.efficiency);
+}
+template <class F>
+void for_each_efficiency(std::vector<AttentionEfficiencyPoint>& curve, F f) {
+  for (AttentionEfficiencyPoint& p : curve) {
+    f(p.forward);
+    f(p.backward);
+  }
+}
+
+}  // namespace
+
 GpuSpec with_param(GpuSpec gpu, CalibrationParam param, double value) {
-  auto scale = [value](std::vector<GemmEfficiencyPoint>& curve) {
-    for (GemmEfficiencyPoint& p : curve) p.efficiency = std::min(1.0, p.efficiency * value);
-  };
+  const auto scale = [value](double& efficiency) { efficiency = std::min(1.0, efficiency * value); };
   switch (param) {
-    case CalibrationParam::GemmScale: scale(gpu.gemm_efficiency_curve); break;
-    case CalibrationParam::Fp8GemmScale: scale(gpu.fp8_gemm_efficiency_curve); break;
-    case CalibrationParam::AttentionScale:
-      for (AttentionEfficiencyPoint& p : gpu.attention_efficiency_curve) {
-        p.forward = std::min(1.0, p.forward * value);
-        p.backward = std::min(1.0, p.backward * value);
-      }
-      break;
+    case CalibrationParam::GemmScale: for_each_efficiency(gpu.gemm_efficiency_curve, scale); break;
+    case CalibrationParam::Fp8GemmScale: for_each_efficiency(gpu.fp8_gemm_efficiency_curve, scale); break;
+    case CalibrationParam::AttentionScale: for_each_efficiency(gpu.attention_efficiency_curve, scale); break;
     case CalibrationParam::CollectiveEfficiency: gpu.collective_efficiency = value; break;
     case CalibrationParam::KernelLaunchOverheadNs: gpu.kernel_launch_overhead_ns = value; break;
     case CalibrationParam::MemoryBandwidthEfficiency: gpu.memory_bandwidth_efficiency = value; break;
@@ -383,13 +393,10 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
     values[i] = round_significant(fitter.value_at(i, fit.u[i]));
     after = with_param(std::move(after), params[i], values[i]);
   }
-  for (auto* curve : {&after.gemm_efficiency_curve, &after.fp8_gemm_efficiency_curve}) {
-    for (GemmEfficiencyPoint& p : *curve) p.efficiency = round_significant(p.efficiency);
-  }
-  for (AttentionEfficiencyPoint& p : after.attention_efficiency_curve) {
-    p.forward = round_significant(p.forward);
-    p.backward = round_significant(p.backward);
-  }
+  const auto round = [](double& efficiency) { efficiency = round_significant(efficiency); };
+  for_each_efficiency(after.gemm_efficiency_curve, round);
+  for_each_efficiency(after.fp8_gemm_efficiency_curve, round);
+  for_each_efficiency(after.attention_efficiency_curve, round);
   std::vector<double> predicted = fitter.predict(after, all);
   report.objective_before = fitter.msle(before, all);
   report.objective_after = fitter.msle(predicted, all);

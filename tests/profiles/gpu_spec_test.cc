@@ -146,6 +146,25 @@ TEST(GpuSpec, AttentionCurveInterpolatesForwardAndBackwardByKeys) {
   EXPECT_THAT(error_message<ConfigError>([&] { gpu.attention_efficiency(1024); }), HasSubstr("has no attention_efficiency_curve"));
 }
 
+// Presets that share a chip share its attention curve (docs/profiles.md): the Hopper presets one
+// measured on H200, B300 GB300's, A800 A100's; H20 has none.
+TEST(GpuSpec, PresetAttentionCurvesFollowTheirChips) {
+  const auto curve = [](const char* name) { return gpu_preset(name).attention_efficiency_curve; };
+  ASSERT_FALSE(curve("h100-sxm").empty());
+  EXPECT_EQ(curve("h200"), curve("h100-sxm"));
+  EXPECT_EQ(curve("h800"), curve("h100-sxm"));
+  EXPECT_EQ(curve("b300"), curve("gb300"));
+  EXPECT_EQ(curve("a800"), curve("a100-80g"));
+  EXPECT_TRUE(curve("h20").empty());
+  for (const auto& name : gpu_preset_names()) {
+    const GpuSpec gpu = gpu_preset(name);
+    for (std::size_t i = 1; i < gpu.attention_efficiency_curve.size(); ++i) {
+      // Longer keys amortise more setup: the forward never falls with them over the measured range.
+      EXPECT_GE(gpu.attention_efficiency_curve[i].forward, gpu.attention_efficiency_curve[i - 1].forward) << name << " point " << i;
+    }
+  }
+}
+
 TEST(GpuSpecJson, AttentionCurveIsOptionalAndChecked) {
   nlohmann::json json = to_json(gpu_preset("h100-sxm"));
   json["attention_efficiency_curve"] = nlohmann::json::parse(R"([{"keys": 512, "forward": 0.4, "backward": 0.3},

@@ -95,7 +95,20 @@ TEST(AnalyticCost, AttentionIsOneFusedKernelReadAtItsKeysPerQuery) {
   EXPECT_NEAR(ring.i.attention_ns, 8 * 2.5 * cp_flops / (peak * 0.3), 1e-9 * ring.i.attention_ns);
   // Ulysses (a2a) gathers the sequence: each query attends all its 4096 keys in one call.
   c.cp_comm_type = CpCommType::kA2a;
-  EXPECT_NEAR(sim::AnalyticCost(m, gpu, c, shape).stage(1).f.attention_ns, 8 * cp_flops / (peak * 0.6), 1e-9 * ring.f.attention_ns);
+  const double a2a = sim::AnalyticCost(m, gpu, c, shape).stage(1).f.attention_ns;
+  EXPECT_NEAR(a2a, 8 * cp_flops / (peak * 0.6), 1e-9 * a2a);
+  // a2a+p2p at cp = 4 as 2 x 2: the ring over the P = 2 groups splits the keys in two, not in four.
+  c.cp = 4;
+  c.cp_comm_type = CpCommType::kA2aP2p;
+  c.hierarchical_context_parallel_sizes = {2, 2};
+  const double cp4_flops = layer_forward_flops(m, 1, 1, 8192, 1, 4).attention_core;
+  const double hierarchical = sim::AnalyticCost(m, gpu, c, shape).stage(1).f.attention_ns;
+  EXPECT_NEAR(hierarchical, 8 * cp4_flops / (peak * 0.45), 1e-9 * hierarchical);
+  // cp = 1 with a2a+p2p named (and no sizes): no ring, the whole 4096 keys.
+  c.cp = 1;
+  c.hierarchical_context_parallel_sizes.clear();
+  const double single = sim::AnalyticCost(m, gpu, c, shape).stage(1).f.attention_ns;
+  EXPECT_NEAR(single, causal.f.attention_ns, 1e-9 * single);
 
   // Without a curve: one BF16 GEMM per (sequence, local head), the backward 2.5x its work.
   gpu.attention_efficiency_curve.clear();
@@ -108,6 +121,12 @@ TEST(AnalyticCost, AttentionIsOneFusedKernelReadAtItsKeysPerQuery) {
 
 // The GPU's sustained compute ratio slows the tensor-core work (GEMMs, FP8 GEMMs, attention) by its
 // inverse and nothing else: memory-bound kernels and communication keep their times.
+TEST(AnalyticCost, AttentionCurveNeedsPositiveKeys) {
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  EXPECT_THROW(gpu.attention_efficiency(0), InputError);
+  EXPECT_THROW(gpu.attention_efficiency(-1), InputError);
+}
+
 TEST(AnalyticCost, SustainedComputeRatioSlowsOnlyTensorCoreWork) {
   const ModelSpec m = model_preset("llama3-70b");
   const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
@@ -137,22 +156,26 @@ TEST(AnalyticCost, WindowedAttentionReadsTheCurveAtTheWindow) {
   EXPECT_NEAR(attended_keys_per_query(m, 0, 4096), 129 - 129.0 * 128 / (2 * s), 1e-9);
   EXPECT_DOUBLE_EQ(attended_keys_per_query(m, 1, 4096), s / 2);
 
-  // Every layer windowed: CP's p2p ring splits the FLOPs, not the keys a query sees in one call, so
-  // the time per FLOP stays; a causal layer's keys split over the ring, and its kernels run slower.
-  auto ns_per_flop = [](const ModelSpec& model, int cp) {
-    ParallelConfig c = layout(model, 1, 1, 2 / cp, 1, 8, 4096);
-    c.cp = cp;
-    const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
-    const double flops = model.num_layers * layer_forward_flops(model, 1, 1, 4096, 1, cp).attention_core;
-    return sim::AnalyticCost(model, gpu_preset("h100-sxm"), c, shape).stage(0).f.attention_ns / flops;
-  };
-  ModelSpec windowed = model_preset("gpt-oss-120b");
-  windowed.window_attn_skip_freq = 0;
-  ASSERT_TRUE(windowed.is_window_attention_layer(1));
-  EXPECT_NEAR(ns_per_flop(windowed, 2), ns_per_flop(windowed, 1), 1e-9 * ns_per_flop(windowed, 1));
-  ModelSpec causal = windowed;
-  causal.window_size = 0;
-  EXPECT_GT(ns_per_flop(causal, 2), 1.05 * ns_per_flop(causal, 1));
+  // Transformer Engine runs CP over a sliding window only as a2a or all_gather, never on the p2p ring.
+  ParallelConfig c = layout(m, 1, 1, 1, 1, 8, 4096);
+  c.cp = 2;
+  c.vp = 1;
+  c.world = 2;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  for (const CpCommType type : {CpCommType::kP2p, CpCommType::kA2aP2p}) {
+    c.cp_comm_type = type;
+    c.hierarchical_context_parallel_sizes = type == CpCommType::kA2aP2p ? std::vector<int>{1, 2} : std::vector<int>{};
+    const ConfigCheck checked = check(c, m, gpu);
+    ASSERT_EQ(checked.errors.size(), 1u) << to_string(type) << ": " << checked.errors.at(0).message;
+    EXPECT_EQ(checked.errors[0].rule, "window_needs_gathered_cp") << to_string(type);
+    EXPECT_EQ(checked.errors[0].message,
+              "cp_comm_type=" + std::string(to_string(type)) +
+                  " at cp=2 cannot run sliding-window attention (window_size=128): Transformer Engine supports CP with a "
+                  "sliding window only as a2a or all_gather");
+  }
+  c.hierarchical_context_parallel_sizes.clear();
+  c.cp_comm_type = CpCommType::kA2a;
+  EXPECT_TRUE(check(c, m, gpu).ok()) << check(c, m, gpu).errors.at(0).message;
 }
 
 TEST(AnalyticCost, TensorParallelismShrinksComputeAndAddsCollectives) {

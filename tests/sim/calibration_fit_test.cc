@@ -115,6 +115,7 @@ TEST(Calibration, DefaultFitsWhatTheRunsIdentify) {
 // curve cannot fit it, and says so.
 TEST(Calibration, AttentionScaleNeedsTheSpecsAttentionCurve) {
   GpuSpec base = gpu_preset("h100-sxm");
+  ASSERT_FALSE(base.attention_efficiency_curve.empty());
   const GpuSpec doubled = sim::with_param(base, CalibrationParam::AttentionScale, 2.0);
   for (std::size_t i = 0; i < base.attention_efficiency_curve.size(); ++i) {
     EXPECT_DOUBLE_EQ(doubled.attention_efficiency_curve[i].forward, std::min(1.0, 2 * base.attention_efficiency_curve[i].forward));

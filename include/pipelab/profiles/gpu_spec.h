@@ -72,7 +72,7 @@ struct GpuSpec {
   double gemm_efficiency(double flops, Precision precision) const;
   /// Forward and backward efficiency of a fused-attention kernel whose queries attend `keys` keys
   /// (log-linear in keys between points, the last point's beyond it, and below the first point that
-  /// point's efficiency x keys / its keys: a fixed time per query tile); requires the curve.
+  /// point's efficiency x keys / its keys: a fixed time per query tile); requires the curve and keys > 0.
   AttentionEfficiencyPoint attention_efficiency(double keys) const;
   /// Dense peak at `precision` (ConfigError for fp8 on a GPU without FP8 tensor cores).
   double peak_tflops(Precision precision) const;
@@ -83,7 +83,8 @@ struct GpuSpec {
 /// Throws ConfigError listing every broken sanity rule.
 void validate(const GpuSpec& gpu, std::string_view context = {});
 
-/// Strict JSON, as model_spec_from_json: all keys except peak_fp8_tflops are required.
+/// Strict JSON, as model_spec_from_json: required keys as docs/profiles.md lists them (the curves but the
+/// BF16 GEMM curve, peak_fp8_tflops, sm_count and sustained_compute_ratio are optional).
 GpuSpec gpu_spec_from_json(const nlohmann::json& json, std::string_view context);
 GpuSpec parse_gpu_spec(std::string_view json_text, std::string_view context);
 nlohmann::json to_json(const GpuSpec& gpu);
