@@ -253,6 +253,13 @@ std::vector<int> parse_int_list(std::string_view key, std::string_view text) {
   return out;
 }
 
+int ParallelConfig::cp_ring_size() const {
+  if (cp <= 1) return 1;
+  if (cp_comm_type == CpCommType::kP2p) return cp;
+  if (cp_comm_type == CpCommType::kA2aP2p) return hierarchical_context_parallel_sizes.at(1);
+  return 1;
+}
+
 int ParallelConfig::microbatches() const {
   if (mbs <= 0 || dp <= 0) {
     throw ConfigError("microbatches() needs mbs > 0 and a resolved dp > 0 (got mbs=" + str(mbs) +

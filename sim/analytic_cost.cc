@@ -166,10 +166,7 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
     return {forward, kAttentionBackwardWork * forward};
   }
   // check() refuses a sliding window under a ring, so a ring only ever splits a causal layer's keys.
-  double ring = 1;
-  if (c.cp > 1 && c.cp_comm_type == CpCommType::kP2p) ring = c.cp;
-  if (c.cp > 1 && c.cp_comm_type == CpCommType::kA2aP2p) ring = c.hierarchical_context_parallel_sizes.at(1);
-  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(attended_keys_per_query(m, layer, c.seq_length) / ring);
+  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(attended_keys_per_query(m, layer, c.seq_length) / c.cp_ring_size());
   return {forward_flops / (peak_flops_per_ns_ * e.forward), kAttentionBackwardWork * forward_flops / (peak_flops_per_ns_ * e.backward)};
 }
 
@@ -324,7 +321,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
         cp_backward_ns = fwd.cp_comm_ns;
         break;
       case CpCommType::kA2aP2p: {  // check() guarantees two sizes with product cp
-        const int a = c.hierarchical_context_parallel_sizes.at(0), p = c.hierarchical_context_parallel_sizes.at(1);
+        const int a = c.hierarchical_context_parallel_sizes.at(0), p = c.cp_ring_size();
         const double a2a = a > 1 ? a2a_ns(a, layout_.group_link(c.tp, a)) : 0;
         const double ring_ns = p > 1 ? collective_ns(tokens * kv_local * kBf16Bytes * (p - 1), p - 1, layout_.group_link(c.tp * a, p)) : 0;
         fwd.cp_comm_ns = a2a + std::max(0.0, ring_ns - attention.forward);

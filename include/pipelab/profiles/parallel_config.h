@@ -125,6 +125,9 @@ struct ParallelConfig {
   int virtual_stages() const { return pp * vp; }
   /// Expert tensor parallel in effect (etp, or tp when unset).
   int expert_tp() const { return etp > 0 ? etp : tp; }
+  /// Ranks in CP's p2p ring, each step of which moves one K/V chunk: cp for p2p, a2a+p2p's p2p size P,
+  /// 1 without a ring (cp = 1, all_gather, a2a). A valid a2a+p2p config holds both sizes when cp > 1.
+  int cp_ring_size() const;
   /// Expert data parallel: the ranks of tp * cp * dp that hold the same experts, (tp*cp*dp) / (ep*etp).
   int expert_dp() const;
   /// Whether selective recompute re-runs `module` (Megatron's --recompute-modules; core_attn when
