@@ -62,6 +62,8 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--use-precision-aware-optimizer", "use_precision_aware_optimizer", "true", "bf16 Adam moments"},
     {"--fp8-param-gather", "fp8_param_gather", "true", "Keep and all-gather FP8 weights (default with --precision fp8)"},
     {"--no-fp8-param-gather", "fp8_param_gather", "false", "bf16 weights with FP8 GEMMs"},
+    {"--fp4-param-gather", "fp4_param_gather", "true", "Keep and all-gather NVFP4 weights (default with --precision nvfp4)"},
+    {"--no-fp4-param-gather", "fp4_param_gather", "false", "bf16 weights with NVFP4 GEMMs"},
     {"--optimizer-cpu-offload", "optimizer_offload_fraction", "1", "Optimizer state in host memory (see --optimizer-offload-fraction)"},
     {"--recompute-activations", "recompute", "selective", "Selective recompute (core attention)"},
     {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "true", "1F1B EP all-to-all overlap: B and the next F merged into F&B units"},
@@ -115,13 +117,19 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--recompute,--recompute-granularity", c.recompute, "none | selective | full")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "selective", "full"}));
-  cmd->add_option("--precision", c.precision, "bf16 | fp8 (peak used for MFU and GEMMs)")
+  cmd->add_option("--precision", c.precision, "bf16 | fp8 | nvfp4: the decoder's linear GEMMs (MFU is against the BF16 peak)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"bf16", "fp8"}));
+      ->check(CLI::IsMember({"bf16", "fp8", "nvfp4"}));
   cmd->add_flag_callback("--bf16", [&c] { c.precision = "bf16"; }, "Megatron's --bf16: --precision bf16");
   cmd->add_option_function<std::string>(
       "--fp8-format", [&c](const std::string&) { c.precision = "fp8"; }, "Megatron's --fp8-format hybrid|e4m3: --precision fp8")
       ->check(CLI::IsMember({"hybrid", "e4m3"}));
+  cmd->add_option_function<std::string>(
+         "--fp4-format", [&c](const std::string&) { c.precision = "nvfp4"; }, "Megatron's --fp4-format e2m1: --precision nvfp4")
+      ->check(CLI::IsMember({"e2m1"}));
+  // Megatron's other recipe, custom, takes a user's quantizer factory: nothing to simulate.
+  cmd->add_option_function<std::string>("--fp4-recipe", [](const std::string&) {}, "Megatron's --fp4-recipe: nvfp4 (its default; the only one simulated)")
+      ->check(CLI::IsMember({"nvfp4"}));
   cmd->add_option("--megatron-args", c.unused_megatron_args,
                   "Arguments of a Megatron-LM launch script, as \"ARGS\" or @FILE: known flags apply, the rest are "
                   "listed as ignored; this command line's own flags win (docs/cli.md)");

@@ -30,7 +30,7 @@ void print_table(const std::vector<RunRecord>& runs, const GpuSpec& gpu) {
   std::printf("%-52s %10s %10s %8s %9s  %s\n", "recipe (release model precision GPUs layout)", "published", "predicted",
               "error", "peak_mem", "fits");
   std::printf("%-52s %10s %10s %8s %9s\n", "", "(tok/s/GPU)", "(tok/s/GPU)", "(%)", "(GiB)");
-  std::vector<double> errors, fp8_errors, bf16_errors;
+  std::vector<double> errors, fp8_errors, nvfp4_errors, bf16_errors;
   for (const RunRecord& run : runs) {
     try {
       const sim::SimulationOutcome o = sim::simulate_config(request_for(run, gpu));
@@ -40,7 +40,7 @@ void print_table(const std::vector<RunRecord>& runs, const GpuSpec& gpu) {
       std::printf("%-52s %10.0f %10.0f %+8.1f %9.1f  %s\n", run.label().c_str(), run.tokens_per_s_per_gpu, predicted,
                   100 * error, peak, o.oom ? "OOM" : "yes");
       errors.push_back(std::abs(error));
-      (run.precision.starts_with("fp8") ? fp8_errors : bf16_errors).push_back(std::abs(error));
+      (run.precision.starts_with("fp8") ? fp8_errors : run.precision == "nvfp4" ? nvfp4_errors : bf16_errors).push_back(std::abs(error));
     } catch (const Error& e) {
       std::printf("%-52s %10.0f  refused: %s\n", run.label().c_str(), run.tokens_per_s_per_gpu, e.what());
     }
@@ -52,6 +52,7 @@ void print_table(const std::vector<RunRecord>& runs, const GpuSpec& gpu) {
   };
   summary("all", errors);
   summary("fp8", fp8_errors);
+  summary("nvfp4", nvfp4_errors);
   summary("bf16", bf16_errors);
   std::fflush(stdout);
 }

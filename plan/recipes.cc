@@ -89,16 +89,36 @@ std::string megatron_lm(const Facts& f) {
     if (c.account_for_loss_in_pipeline_split) add("--account-for-loss-in-pipeline-split");
     if (!f.layout.empty()) add("--pipeline-model-parallel-layout \"" + f.layout + "\"");
   }
+  add("--bf16");
   if (c.precision == Precision::kFp8) {
-    add("--bf16");
     add("--fp8-format hybrid");
     add("--fp8-recipe " + std::string(to_string(c.fp8_recipe)));
-  } else {
-    add("--bf16");
+    if (c.fp8_param_gather_enabled()) add("--fp8-param-gather");
+  } else if (c.precision == Precision::kNvfp4) {
+    add("--fp4-format e2m1");
+    add("--fp4-recipe nvfp4");
+    if (c.fp4_param_gather_enabled()) add("--fp4-param-gather");
   }
   std::string out = header(f) + notes;
   for (std::size_t i = 0; i < flags.size(); ++i) out += flags[i] + (i + 1 < flags.size() ? " \\\n" : "\n");
   return out;
+}
+
+// Megatron-Bridge's registered mixed-precision recipe for the run's precision and FP8 scaling
+// (training/mixed_precision.py; each sets its param-gather flag on).
+std::string_view bridge_mixed_precision(const ParallelConfig& c) {
+  switch (c.precision) {
+    case Precision::kBf16: return "bf16_mixed";
+    case Precision::kNvfp4: return "bf16_with_nvfp4_mixed";
+    case Precision::kFp8: break;
+  }
+  switch (c.fp8_recipe) {
+    case Fp8Recipe::kDelayed: return "bf16_with_fp8_delayed_scaling_mixed";
+    case Fp8Recipe::kTensorwise: return "bf16_with_fp8_current_scaling_mixed";
+    case Fp8Recipe::kBlockwise: return "bf16_with_fp8_subchannel_scaling_mixed";
+    case Fp8Recipe::kMxfp8: return "bf16_with_mxfp8_mixed";
+  }
+  return "bf16_mixed";
 }
 
 std::string megatron_bridge(const Facts& f) {
@@ -140,7 +160,7 @@ std::string megatron_bridge(const Facts& f) {
   }
   set("ddp.overlap_grad_reduce", c.overlap_grad_reduce ? "true" : "false");
   set("ddp.overlap_param_gather", c.overlap_param_gather ? "true" : "false");
-  set("mixed_precision", c.precision == Precision::kFp8 ? "bf16_with_fp8_delayed_scaling_mixed" : "bf16_mixed");
+  set("mixed_precision", std::string(bridge_mixed_precision(c)));
   return out;
 }
 
@@ -159,6 +179,7 @@ std::string automodel_yaml(const Facts& f) {
   if (c.pp > 1 && !f.even) notes += "# note: AutoModel splits the layers evenly; this layout's split (" + f.layout + ") has no equivalent\n";
   if (c.account_for_embedding_in_pipeline_split) notes += "# note: AutoModel does not count the embedding and loss as layers in the split\n";
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is AutoModel's fp8: block, outside distributed:\n";
+  if (c.precision == Precision::kNvfp4) notes += "# note: AutoModel has no NVFP4 training option; run it in BF16 or FP8\n";
   std::string out = header(f) + notes + "distributed:\n";
   out += std::string("  strategy: ") + (c.fsdp == Fsdp::kMegatron ? "megatron_fsdp" : "fsdp2") + "\n";
   out += "  tp_size: " + str(c.tp) + "\n  cp_size: " + str(c.cp) + "\n  pp_size: " + str(c.pp) + "\n";
@@ -189,6 +210,7 @@ std::string torchtitan(const Facts& f) {
   }
   if (c.recompute == Recompute::kSelective) notes += "# note: torchtitan's selective checkpointing chooses its own ops, not Megatron's core attention\n";
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is torchtitan's [float8] table (converters), outside [parallelism]\n";
+  if (c.precision == Precision::kNvfp4) notes += "# note: NVFP4 is outside [parallelism] (torchtitan's quantize converters, MX on Blackwell)\n";
   std::string out = header(f) + notes + "[parallelism]\n";
   out += "data_parallel_replicate_degree = 1\n";
   out += "data_parallel_shard_degree = " + str(c.dp) + "\n";

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -51,6 +52,7 @@ const std::array kFields = {
     Field{"name", &GpuSpec::name, true},
     Field{"peak_bf16_tflops", &GpuSpec::peak_bf16_tflops, true},
     Field{"peak_fp8_tflops", &GpuSpec::peak_fp8_tflops},  // absent = 0: no FP8 tensor cores
+    Field{"peak_fp4_tflops", &GpuSpec::peak_fp4_tflops},  // absent = 0: no FP4 tensor cores
     Field{"hbm_bytes", &GpuSpec::hbm_bytes, true},
     Field{"hbm_bandwidth_gbps", &GpuSpec::hbm_bandwidth_gbps, true},
     Field{"nvlink_bandwidth_gbps", &GpuSpec::nvlink_bandwidth_gbps, true},
@@ -61,6 +63,7 @@ const std::array kFields = {
     Field{"kernel_launch_overhead_ns", &GpuSpec::kernel_launch_overhead_ns, true},
     Field{"gemm_efficiency_curve", &GpuSpec::gemm_efficiency_curve, true},
     Field{"fp8_gemm_efficiency_curve", &GpuSpec::fp8_gemm_efficiency_curve},  // absent = the BF16 curve
+    Field{"fp4_gemm_efficiency_curve", &GpuSpec::fp4_gemm_efficiency_curve},  // absent = the FP8 curve
     Field{"attention_efficiency_curve", &GpuSpec::attention_efficiency_curve},  // absent = the BF16 GEMM curve
     Field{"sm_count", &GpuSpec::sm_count},                                    // absent = 0, unknown
     Field{"sustained_compute_ratio", &GpuSpec::sustained_compute_ratio},  // absent = 1, not modelled
@@ -146,8 +149,10 @@ void check_curve(const std::vector<GemmEfficiencyPoint>& curve, std::string_view
 double GpuSpec::gemm_efficiency(double flops) const { return curve_efficiency(gemm_efficiency_curve, flops); }
 
 double GpuSpec::gemm_efficiency(double flops, Precision precision) const {
-  const bool fp8_curve = precision == Precision::kFp8 && !fp8_gemm_efficiency_curve.empty();
-  return curve_efficiency(fp8_curve ? fp8_gemm_efficiency_curve : gemm_efficiency_curve, flops);
+  const std::vector<GemmEfficiencyPoint>* curve = &gemm_efficiency_curve;
+  if (precision != Precision::kBf16 && !fp8_gemm_efficiency_curve.empty()) curve = &fp8_gemm_efficiency_curve;
+  if (precision == Precision::kNvfp4 && !fp4_gemm_efficiency_curve.empty()) curve = &fp4_gemm_efficiency_curve;
+  return curve_efficiency(*curve, flops);
 }
 
 AttentionEfficiencyPoint GpuSpec::attention_efficiency(double keys) const {
@@ -162,9 +167,16 @@ AttentionEfficiencyPoint GpuSpec::attention_efficiency(double keys) const {
 }
 
 double GpuSpec::peak_tflops(Precision precision) const {
-  if (precision == Precision::kBf16) return peak_bf16_tflops;
-  if (peak_fp8_tflops <= 0) throw ConfigError("gpu '" + name + "' has no FP8 tensor cores (peak_fp8_tflops=0)");
-  return peak_fp8_tflops;
+  switch (precision) {
+    case Precision::kBf16: return peak_bf16_tflops;
+    case Precision::kFp8:
+      if (peak_fp8_tflops <= 0) throw ConfigError("gpu '" + name + "' has no FP8 tensor cores (peak_fp8_tflops=0)");
+      return peak_fp8_tflops;
+    case Precision::kNvfp4:
+      if (peak_fp4_tflops <= 0) throw ConfigError("gpu '" + name + "' has no FP4 tensor cores (peak_fp4_tflops=0)");
+      return peak_fp4_tflops;
+  }
+  throw std::logic_error("unhandled precision");
 }
 
 void validate(const GpuSpec& g, std::string_view context) {
@@ -175,6 +187,7 @@ void validate(const GpuSpec& g, std::string_view context) {
   if (g.name.empty()) errors.push_back("name must not be empty");
   within("peak_bf16_tflops", g.peak_bf16_tflops, kMinRate, kMaxRate);
   if (g.peak_fp8_tflops != 0) within("peak_fp8_tflops", g.peak_fp8_tflops, kMinRate, kMaxRate);  // 0: no FP8 tensor cores
+  if (g.peak_fp4_tflops != 0) within("peak_fp4_tflops", g.peak_fp4_tflops, kMinRate, kMaxRate);  // 0: no FP4 tensor cores
   if (g.hbm_bytes <= 0 || g.hbm_bytes > kMaxHbmBytes) {
     errors.push_back("hbm_bytes=" + std::to_string(g.hbm_bytes) + " must be in [1, " + std::to_string(kMaxHbmBytes) + "]");
   }
@@ -187,12 +200,16 @@ void validate(const GpuSpec& g, std::string_view context) {
   within("kernel_launch_overhead_ns", g.kernel_launch_overhead_ns, 0, kMaxLatencyNs);
   check_curve(g.gemm_efficiency_curve, "gemm_efficiency_curve", true, errors);
   check_curve(g.fp8_gemm_efficiency_curve, "fp8_gemm_efficiency_curve", false, errors);
+  check_curve(g.fp4_gemm_efficiency_curve, "fp4_gemm_efficiency_curve", false, errors);
   check_points(g.attention_efficiency_curve, "attention_efficiency_curve", false, {"keys", &AttentionEfficiencyPoint::keys}, kMaxAttentionKeys,
                std::array{PointMember<AttentionEfficiencyPoint>{"forward", &AttentionEfficiencyPoint::forward},
                           PointMember<AttentionEfficiencyPoint>{"backward", &AttentionEfficiencyPoint::backward}},
                errors);
   if (!g.fp8_gemm_efficiency_curve.empty() && g.peak_fp8_tflops <= 0) {
     errors.push_back("fp8_gemm_efficiency_curve needs peak_fp8_tflops > 0");
+  }
+  if (!g.fp4_gemm_efficiency_curve.empty() && g.peak_fp4_tflops <= 0) {
+    errors.push_back("fp4_gemm_efficiency_curve needs peak_fp4_tflops > 0");
   }
   if (g.sm_count < 0 || g.sm_count > kMaxSmCount) {
     errors.push_back("sm_count=" + std::to_string(g.sm_count) + " must be in [0, " + std::to_string(kMaxSmCount) + "] (0 = unknown)");

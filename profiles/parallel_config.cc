@@ -150,6 +150,7 @@ const std::array kFields = {
     Field{"grad_reduce_in_fp32", &ParallelConfig::grad_reduce_in_fp32},
     Field{"use_precision_aware_optimizer", &ParallelConfig::use_precision_aware_optimizer},
     Field{"fp8_param_gather", &ParallelConfig::fp8_param_gather},
+    Field{"fp4_param_gather", &ParallelConfig::fp4_param_gather},
     Field{"optimizer_offload_fraction", &ParallelConfig::optimizer_offload_fraction},
     Field{"fp8_recipe", &ParallelConfig::fp8_recipe},
     Field{"moe_token_dispatcher_type", &ParallelConfig::moe_token_dispatcher_type},
@@ -470,6 +471,19 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     error("fp8_param_gather", "fp8_param_gather_needs_sharding",
           "fp8_param_gather needs the distributed optimizer or FSDP (the FP8 copy is what the all-gather moves)");
   }
+  if (c.fsdp == Fsdp::kNone && c.fp4_param_gather == true && !c.distributed_optimizer) {
+    error("fp4_param_gather", "fp4_param_gather_needs_sharding",
+          "fp4_param_gather needs the distributed optimizer or FSDP (the NVFP4 copy is what the all-gather moves)");
+  }
+  // Megatron: "--fp4-param-gather must be used together with --fp4-format" (and FP8's likewise).
+  if (c.fp8_param_gather == true && c.precision != Precision::kFp8) {
+    error("fp8_param_gather", "param_gather_needs_its_precision",
+          "fp8_param_gather needs precision=fp8, got precision=" + std::string(to_string(c.precision)));
+  }
+  if (c.fp4_param_gather == true && c.precision != Precision::kNvfp4) {
+    error("fp4_param_gather", "param_gather_needs_its_precision",
+          "fp4_param_gather needs precision=nvfp4, got precision=" + std::string(to_string(c.precision)));
+  }
 
   // MoE all-to-all overlap (Megatron's rules for --overlap-moe-expert-parallel-comm).
   if (c.overlap_moe_expert_parallel_comm && c.ep <= 1) {
@@ -506,6 +520,10 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (c.precision == Precision::kFp8 && gpu.peak_fp8_tflops <= 0) {
     error("precision", "fp8_supported",
           "precision=fp8 needs FP8 tensor cores; '" + gpu.name + "' has peak_fp8_tflops=0");
+  }
+  if (c.precision == Precision::kNvfp4 && gpu.peak_fp4_tflops <= 0) {
+    error("precision", "nvfp4_supported",
+          "precision=nvfp4 needs FP4 tensor cores (Blackwell); '" + gpu.name + "' has peak_fp4_tflops=0");
   }
 
   // Legal but risky.

@@ -56,7 +56,7 @@ ParallelConfig RunRecord::config(const ModelSpec& model) const {
   c.gbs = gbs;
   c.seq_length = seq;
   // "fp8-cs", "fp8-ds", "fp8?" all run the GEMMs in FP8 (the recipe detail is in settings).
-  c.precision = precision.starts_with("fp8") ? Precision::kFp8 : Precision::kBf16;
+  c.precision = precision.starts_with("fp8") ? Precision::kFp8 : precision == "nvfp4" ? Precision::kNvfp4 : Precision::kBf16;
   if (fsdp) {
     c.fsdp = Fsdp::kMegatron;
     c.data_parallel_sharding_strategy = Sharding::kOptimGradsParams;
@@ -86,7 +86,9 @@ std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::s
     r.model = row.text("model");
     if (r.model.empty()) row.fail("model", "is empty");
     r.precision = row.text("precision");
-    if (r.precision != "bf16" && !r.precision.starts_with("fp8")) row.fail("precision", "must be bf16 or fp8[-recipe], got '" + r.precision + "'");
+    if (r.precision != "bf16" && r.precision != "nvfp4" && !r.precision.starts_with("fp8")) {
+      row.fail("precision", "must be bf16, fp8[-recipe] or nvfp4, got '" + r.precision + "'");
+    }
     r.gpus = positive("gpus", CsvRow::kRequired);
     r.gbs = positive("gbs", CsvRow::kRequired);
     r.mbs = positive("mbs", CsvRow::kRequired);

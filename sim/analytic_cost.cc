@@ -30,10 +30,15 @@ constexpr double kAttentionBackwardWork = 2.5;
 // FP8 (Transformer Engine): bytes of HBM traffic per element to quantize a BF16 tensor into the FP8
 // row-wise and (Hopper) column-wise copies: delayed scaling reads it once (2) and writes both copies
 // (1 + 1); current/block scaling reads it twice (amax pass, then cast); a quantization fused into the
-// preceding norm or activation kernel only adds the writes. TE performance_considerations.rst.
+// preceding norm or activation kernel only adds the writes (2 x quantized_bytes: the constructor).
+// TE performance_considerations.rst.
 constexpr double kQuantizeDelayedBytes = 4;
 constexpr double kQuantizeCurrentBytes = 6;
-constexpr double kQuantizeFusedBytes = 2;
+// NVFP4 (16-value blocks with E4M3 scales, a per-tensor amax, the random Hadamard transform on the
+// wgrad inputs): its quantization costs 1.152x current scaling's in TE's own benchmark, B300, the 5B
+// shapes, autocast minus pre-quantized per layer: 6.453 - 3.764 ms (NVFP4) against 9.147 - 6.812 ms
+// (FP8 current scaling) (TE docs/examples/gemm_profiling, the same table as kMxfp8GemmFactor).
+constexpr double kQuantizeNvfp4Bytes = kQuantizeCurrentBytes * (6.453 - 3.764) / (9.147 - 6.812);
 // Extra kernels per layer per pass for the unfused quantizations and amax updates.
 constexpr double kFp8KernelsPerLayerPass = 4;
 // TP communication overlap (TE userbuffers, --tp-comm-overlap): each SP all-gather or reduce-scatter
@@ -70,18 +75,28 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
   const LayerGeometry& g = *geometry_;
   const ParallelConfig& cfg = g.config();
   // Decoder GEMMs run at the configured precision; attention core, router, LM head stay BF16.
-  fp8_ = cfg.precision == Precision::kFp8;
+  quantized_ = cfg.precision != Precision::kBf16;
   // Tensor-core work runs at the clock the GPU holds at its power limit, below the short runs the
   // efficiency curves were measured in (GpuSpec::sustained_compute_ratio).
   const double sustained = gpu.sustained_compute_ratio;
   peak_flops_per_ns_ = gpu.peak_tflops(Precision::kBf16) * 1e3 * sustained;  // TFLOP/s -> FLOP/ns
-  if (fp8_) {
+  if (cfg.precision == Precision::kFp8) {
     const double block_scaled = cfg.fp8_recipe == Fp8Recipe::kBlockwise ? kBlockwiseGemmFactor
                                 : cfg.fp8_recipe == Fp8Recipe::kMxfp8   ? kMxfp8GemmFactor
                                                                         : 1.0;
-    fp8_flops_per_ns_ = gpu.peak_tflops(Precision::kFp8) * 1e3 * block_scaled * sustained;
+    linear_flops_per_ns_ = gpu.peak_tflops(Precision::kFp8) * 1e3 * block_scaled * sustained;
     quantize_bytes_ = cfg.fp8_recipe == Fp8Recipe::kDelayed ? kQuantizeDelayedBytes : kQuantizeCurrentBytes;
+  } else if (cfg.precision == Precision::kNvfp4) {
+    // The FP4 curve is measured on block-scaled NVFP4 GEMMs: no factor on top.
+    linear_flops_per_ns_ = gpu.peak_tflops(Precision::kNvfp4) * 1e3 * sustained;
+    quantize_bytes_ = kQuantizeNvfp4Bytes;
   }
+  // A quantization fused into the norm or activation kernel before it writes only the row-wise and
+  // column-wise copies. NVFP4's is not fused: with the random Hadamard transform (the recipe's default
+  // for inputs and gradients) TE's norm and activation kernels write BF16 and the NVFP4 quantizer then
+  // runs on its own (TE csrc/extensions/normalization.cpp and activation.cpp: Impl::UNFUSED when
+  // with_rht && with_post_rht_amax).
+  quantize_fused_bytes_ = cfg.precision == Precision::kNvfp4 ? kBf16Bytes + kQuantizeNvfp4Bytes : 2 * quantized_bytes(cfg.precision);
   // A decoder layer's cost depends on the layer only through its kind (MoE or dense, windowed
   // attention or not) and whether it is fully recomputed: each kind is costed once.
   std::array<std::optional<StageCost>, 8> kinds;
@@ -171,10 +186,10 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
 }
 
 double AnalyticCost::linear_ns(double flops, double calls) const {
-  if (!fp8_) return gemm_ns(flops, calls);
+  if (!quantized_) return gemm_ns(flops, calls);
   if (flops <= 0) return 0;
   const double per_call = flops / std::max(1.0, calls);
-  return flops / (fp8_flops_per_ns_ * gpu_.gemm_efficiency(per_call, Precision::kFp8));
+  return flops / (linear_flops_per_ns_ * gpu_.gemm_efficiency(per_call, geometry_->config().precision));
 }
 
 double AnalyticCost::tp_overlap_exposed_ns(double comm_ns, double gemm_ns) const {
@@ -255,12 +270,11 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // activation; the attention output and MoE experts' dispatched tokens are quantized on their own.
   // In I, each GEMM's output gradient: FC1's fused with the activation's backward, the rest not.
   double quantize_f_ns = 0, quantize_i_ns = 0;
-  if (fp8_) {
-    const double fc1_in = moe ? tokens * m.moe_router_topk * h * quantize_bytes_ : norm_tokens * h * kQuantizeFusedBytes;
-    quantize_f_ns = memory_ns(norm_tokens * h * kQuantizeFusedBytes + tokens * w.query / c.tp * quantize_bytes_ + fc1_in +
-                              tokens * w.mlp / c.tp * kQuantizeFusedBytes);
-    quantize_i_ns = memory_ns(tokens * (2 * h + (w.query + w.key + w.value) / c.tp) * quantize_bytes_ +
-                              tokens * w.mlp_up / c.tp * kQuantizeFusedBytes);
+  if (quantized_) {
+    const double fused = quantize_fused_bytes_;
+    const double fc1_in = moe ? tokens * m.moe_router_topk * h * quantize_bytes_ : norm_tokens * h * fused;
+    quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_ + fc1_in + tokens * w.mlp / c.tp * fused);
+    quantize_i_ns = memory_ns(tokens * (2 * h + (w.query + w.key + w.value) / c.tp) * quantize_bytes_ + tokens * w.mlp_up / c.tp * fused);
     fwd.elementwise_ns += quantize_f_ns;
     fwd.launch_ns += kFp8KernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   }
@@ -273,8 +287,12 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     const double ring = static_cast<double>(c.tp - 1) / c.tp;
     fwd.tp_comm_ns = g.sequence_parallel() ? 4 * collective_ns(full * ring, c.tp - 1, link) : 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
     tp_backward_ns = fwd.tp_comm_ns;
-    // FP8 with SP: the forward all-gathers move the quantized (1-byte) inputs (TE's FP8 all-gather).
-    if (fp8_ && g.sequence_parallel()) fwd.tp_comm_ns = 2 * collective_ns(full * ring / 2, c.tp - 1, link) + 2 * collective_ns(full * ring, c.tp - 1, link);
+    // FP8 or NVFP4 with SP: the forward all-gathers move the quantized inputs (TE gathers FP8 and
+    // NVFP4 tensors in their quantized form).
+    if (quantized_ && g.sequence_parallel()) {
+      const double gathered = full * ring * quantized_bytes(c.precision) / kBf16Bytes;
+      fwd.tp_comm_ns = 2 * collective_ns(gathered, c.tp - 1, link) + 2 * collective_ns(full * ring, c.tp - 1, link);
+    }
     if (c.tp_comm_overlap && g.sequence_parallel()) {
       // Each collective is paired with its GEMM (AG->QKV, out-proj->RS, AG->FC1, FC2->RS); in I the
       // same pairs run in reverse with the dgrad GEMMs of the same sizes.
@@ -403,7 +421,7 @@ double AnalyticCost::fsdp_layer_ns(int layer, bool gradients) const {
   const int group = std::max(1, c.dp * c.cp / c.num_distributed_optimizer_instances);
   if (group <= 1) return 0;
   const double elems = static_cast<double>(g.layer_params(layer).total);
-  const double bytes = gradients ? (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) : (c.fp8_param_gather_enabled() ? 1.0 : kBf16Bytes);
+  const double bytes = gradients ? (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) : c.param_gather_bytes();
   return collective_ns(elems * bytes * (group - 1) / group, group - 1, layout_.group_link(c.tp, group));
 }
 
@@ -581,7 +599,7 @@ std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const {
   const double factor = sharded ? 1.0 : 2.0;
   double ns = collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link);
   if (sharded && !c.overlap_param_gather) {
-    const double param_bytes = static_cast<double>(stage_param_elems_[static_cast<std::size_t>(stage)]) * (c.fp8_param_gather_enabled() ? 1.0 : kBf16Bytes);
+    const double param_bytes = static_cast<double>(stage_param_elems_[static_cast<std::size_t>(stage)]) * c.param_gather_bytes();
     ns += collective_ns(param_bytes * (group - 1) / group, group - 1, link);
   }
   return limits::saturated_ns(ns);

@@ -89,9 +89,9 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   const double t = c.tp;
   const double sp = g.sequence_parallel() ? t : 1;  // what SP divides the replicated tensors by
   const bool moe = m.is_moe_layer(layer);
-  // Bytes per element of the saved GEMM inputs: Transformer Engine keeps the FP8 copies it quantized
-  // for the backward when the GEMMs run in FP8; bf16 otherwise.
-  const double gemm_input = c.precision == Precision::kFp8 ? 1.0 : 2.0;
+  // Bytes per element of the saved GEMM inputs: Transformer Engine keeps the FP8 or NVFP4 copies it
+  // quantized for the backward when the GEMMs run in FP8 or NVFP4; bf16 otherwise.
+  const double gemm_input = quantized_bytes(c.precision);
   // Korthikanti §4.1 per token, generalised to GQA, SwiGLU and MoE widths (MLA's K at the value
   // width). Replicated over the TP group unless sequence parallel splits them.
   LayerActivation a;
@@ -179,8 +179,8 @@ StaticMemory MemoryModel::static_memory(int rank) const {
   auto sharded = [&](bool on) { return params.held(on); };
 
   StaticMemory out;
-  // Weights: bf16, or the FP8 copy the all-gather moves (--fp8-param-gather).
-  const double weight_bytes = c.fp8_param_gather_enabled() ? 1.0 : static_cast<double>(kBf16Bytes);
+  // Weights: bf16, or the FP8 / NVFP4 copy the all-gather moves (--fp8-param-gather, --fp4-param-gather).
+  const double weight_bytes = c.param_gather_bytes();
   out.params_bytes = static_cast<std::int64_t>(weight_bytes * sharded(shard_params));
   // Main gradients: the gradient buffer in fp32 or bf16 (grad_reduce_in_fp32).
   const double grad_bytes = c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes;

@@ -47,6 +47,12 @@ cli_test(bad_flags_layers_per_virtual_stage_negative 2 ARGS simulate --model lla
          --num-layers-per-virtual-pipeline-stage -2 REGEX "--num-layers-per-virtual-pipeline-stage: Value -2 not in range 1 to")
 cli_test(bad_flags_num_layers_1e9 2 ARGS ${sim2_8b} --num-layers 1000000000
          REGEX "override num_layers=1000000000: model 'llama3-8b': num_layers=1000000000 must be at most 4096")
+cli_test(bad_flags_nvfp4_on_hopper 2 ARGS ${sim2_8b} --precision nvfp4
+         REGEX "precision=nvfp4 needs FP4 tensor cores \\(Blackwell\\); 'h100-sxm' has peak_fp4_tflops=0")
+cli_test(bad_flags_fp4_recipe_custom 2 ARGS ${sim2_8b} --gpu b200 --fp4-format e2m1 --fp4-recipe custom
+         REGEX "--fp4-recipe: custom not in \\{nvfp4\\}")
+cli_test(bad_flags_fp4_param_gather_in_bf16 2 ARGS ${sim2_8b} --gpu b200 --fp4-param-gather
+         REGEX "fp4_param_gather needs precision=nvfp4, got precision=bf16")
 
 # --- model specs --------------------------------------------------------------------------------------
 cli_test(bad_model_hidden_2e31 2 ARGS ${sim2} --model ${bad}/model_hidden_2e31.json REGEX "hidden_size=2147483647 must be at most 131072")

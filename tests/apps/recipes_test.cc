@@ -105,7 +105,9 @@ std::string bridge_to_megatron(const std::string& overrides) {
     const std::string key = line.substr(0, eq), value = line.substr(eq + 1);
     std::string field = key.substr(key.rfind('.') + 1);
     if (key == "mixed_precision") {
-      out += value.find("fp8") != std::string::npos ? " --fp8-format hybrid" : " --bf16";
+      out += value.find("fp8") != std::string::npos     ? " --fp8-format hybrid"
+             : value.find("nvfp4") != std::string::npos ? " --fp4-format e2m1"
+                                                        : " --bf16";
       continue;
     }
     for (char& c : field) c = c == '_' ? '-' : c;
@@ -185,6 +187,34 @@ void check_all(const Layout& l) {
 TEST(Recipes, InterleavedLlamaParsesBack) {
   check_all(layout("llama3-70b", {.tp = 4, .pp = 8, .vp = 5, .world = 64, .gbs = 128, .seq_length = 8192, .precision = Precision::kFp8},
                    "interleaved-1f1b"));
+}
+
+// NVFP4 leaves as Megatron's --fp4-* flags and Bridge's bf16_with_nvfp4_mixed, and parses back to nvfp4
+// with its weights gathered in NVFP4; each FP8 recipe names Bridge's own mixed-precision recipe.
+TEST(Recipes, Nvfp4AndFp8RecipesUseTheirFrameworksNames) {
+  const Layout l = layout("llama3-70b", {.tp = 2, .pp = 4, .vp = 5, .world = 64, .gbs = 256, .seq_length = 8192, .precision = Precision::kNvfp4},
+                          "interleaved-1f1b");
+  check_all(l);
+  plan::Recipes r = plan::make_recipes(model_preset(l.model), l.config, l.schedule, l.stage_layers);
+  EXPECT_NE(r.megatron_lm.find("--fp4-format e2m1 \\\n--fp4-recipe nvfp4 \\\n--fp4-param-gather"), std::string::npos) << r.megatron_lm;
+  EXPECT_NE(r.megatron_bridge.find("mixed_precision=bf16_with_nvfp4_mixed"), std::string::npos) << r.megatron_bridge;
+  std::vector<std::string> args = base_args(l);
+  args.insert(args.end(), {"--megatron-args", r.megatron_lm});
+  EXPECT_TRUE(parse(args).resolved.config.fp4_param_gather_enabled());
+
+  const std::pair<Fp8Recipe, const char*> bridge_names[] = {{Fp8Recipe::kDelayed, "bf16_with_fp8_delayed_scaling_mixed"},
+                                                            {Fp8Recipe::kTensorwise, "bf16_with_fp8_current_scaling_mixed"},
+                                                            {Fp8Recipe::kBlockwise, "bf16_with_fp8_subchannel_scaling_mixed"},
+                                                            {Fp8Recipe::kMxfp8, "bf16_with_mxfp8_mixed"}};
+  for (const auto& [recipe, name] : bridge_names) {
+    ParallelConfig c = l.config;
+    c.precision = Precision::kFp8;
+    c.fp8_recipe = recipe;
+    r = plan::make_recipes(model_preset(l.model), c, l.schedule, l.stage_layers);
+    EXPECT_NE(r.megatron_bridge.find(std::string("mixed_precision=") + name), std::string::npos) << r.megatron_bridge;
+    EXPECT_NE(r.megatron_lm.find("--fp8-recipe " + std::string(to_string(recipe)) + " \\\n--fp8-param-gather"), std::string::npos)
+        << r.megatron_lm;
+  }
 }
 
 TEST(Recipes, EmbeddingAndLossAwareSplitParsesBack) {

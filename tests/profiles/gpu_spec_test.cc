@@ -131,6 +131,65 @@ TEST(GpuSpec, Fp8GemmsUseTheirOwnCurveOrTheBf16One) {
   EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(3e10, Precision::kFp8), gpu.gemm_efficiency(3e10));
 }
 
+// NVFP4 GEMMs read their own curve against the FP4 peak; without it the FP8 curve, then the BF16 one.
+TEST(GpuSpec, Fp4GemmsUseTheirOwnCurveOrFallBack) {
+  GpuSpec gpu = gpu_preset("b200");
+  ASSERT_FALSE(gpu.fp4_gemm_efficiency_curve.empty());
+  EXPECT_DOUBLE_EQ(gpu.peak_tflops(Precision::kNvfp4), 9000);
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(1.1e12, Precision::kNvfp4), 0.582);
+  for (double flops = 1e6; flops < 1e14; flops *= 1.5) {
+    EXPECT_LE(gpu.gemm_efficiency(flops, Precision::kNvfp4), gpu.gemm_efficiency(flops * 1.5, Precision::kNvfp4));
+    EXPECT_LE(gpu.gemm_efficiency(flops, Precision::kNvfp4), 1.0);
+  }
+  gpu.fp4_gemm_efficiency_curve.clear();
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(3e10, Precision::kNvfp4), gpu.gemm_efficiency(3e10, Precision::kFp8));
+  gpu.fp8_gemm_efficiency_curve.clear();
+  EXPECT_DOUBLE_EQ(gpu.gemm_efficiency(3e10, Precision::kNvfp4), gpu.gemm_efficiency(3e10));
+  EXPECT_THAT(error_message<ConfigError>([] { gpu_preset("h100-sxm").peak_tflops(Precision::kNvfp4); }),
+              HasSubstr("gpu 'h100-sxm' has no FP4 tensor cores (peak_fp4_tflops=0)"));
+}
+
+TEST(GpuSpecJson, Fp4PeakAndCurveAreOptionalAndChecked) {
+  nlohmann::json json = to_json(gpu_preset("gb200"));
+  EXPECT_EQ(gpu_spec_from_json(json, "g.json"), gpu_preset("gb200"));
+  json["peak_fp4_tflops"] = -1;
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }), HasSubstr("peak_fp4_tflops=-1 must be in"));
+  json.erase("peak_fp4_tflops");  // optional: 0 = no FP4 tensor cores
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("fp4_gemm_efficiency_curve needs peak_fp4_tflops > 0"));
+  json.erase("fp4_gemm_efficiency_curve");  // optional too: empty = the FP8 curve
+  const GpuSpec no_fp4 = gpu_spec_from_json(json, "g.json");
+  EXPECT_EQ(no_fp4.peak_fp4_tflops, 0);
+  EXPECT_TRUE(no_fp4.fp4_gemm_efficiency_curve.empty());
+  json = to_json(gpu_preset("gb200"));
+  json["fp4_gemm_efficiency_curve"][2]["efficiency"] = 1.5;
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("fp4_gemm_efficiency_curve[2].efficiency=1.5 must be in [0.001, 1]"));
+}
+
+// Blackwell NVFP4 (docs/profiles.md, fp4_gemm_efficiency_curve): B200 and GB200 share a curve from B200
+// kernel measurements; B300 and GB300 read it scaled to TE's own B300 measurement.
+TEST(GpuSpec, BlackwellFp4CurvesFollowTheirMeasurements) {
+  const GpuSpec b200 = gpu_preset("b200");
+  EXPECT_EQ(gpu_preset("gb200").fp4_gemm_efficiency_curve, b200.fp4_gemm_efficiency_curve);
+  EXPECT_EQ(gpu_preset("gb300").fp4_gemm_efficiency_curve, gpu_preset("b300").fp4_gemm_efficiency_curve);
+  EXPECT_DOUBLE_EQ(gpu_preset("gb200").peak_fp4_tflops, 10000);
+  EXPECT_DOUBLE_EQ(gpu_preset("b300").peak_fp4_tflops, 13500);
+  EXPECT_DOUBLE_EQ(gpu_preset("gb300").peak_fp4_tflops, 15000);
+  // B200 kernels: CUTLASS NVFP4 1024x7168x4608 at 3370 TFLOPS; cuBLASLt MXFP4 8192^3 at 5239 TFLOPS.
+  EXPECT_NEAR(b200.gemm_efficiency(2.0 * 1024 * 7168 * 4608, Precision::kNvfp4) * 9000, 3370, 10);
+  EXPECT_NEAR(b200.gemm_efficiency(2.0 * 8192 * 8192 * 8192, Precision::kNvfp4) * 9000, 5239, 10);
+  // TE, B300, the 5B layer pre-quantized: 19.17 TFLOP of NVFP4 GEMMs (15872 tokens; 4096 -> 12288, 4096,
+  // 16384 and 16384 -> 4096) in 3.764 ms.
+  const GpuSpec b300 = gpu_preset("b300");
+  double ms = 0;
+  for (const double n_k : {4096.0 * 12288, 4096.0 * 4096, 4096.0 * 16384, 16384.0 * 4096}) {
+    const double flops = 2 * 15872 * n_k;
+    ms += 3 * flops / (b300.gemm_efficiency(flops, Precision::kNvfp4) * b300.peak_fp4_tflops * 1e12) * 1e3;
+  }
+  EXPECT_NEAR(ms, 3.764, 0.02);
+}
+
 TEST(GpuSpec, AttentionCurveInterpolatesForwardAndBackwardByKeys) {
   GpuSpec gpu = gpu_preset("h100-sxm");
   gpu.attention_efficiency_curve = {{256, 0.2, 0.1}, {4096, 0.6, 0.5}};

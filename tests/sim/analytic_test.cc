@@ -227,6 +227,87 @@ TEST(AnalyticCost, Fp8SpeedsUpOnlyTheLinearLayersAndPaysForQuantization) {
   EXPECT_NEAR(o.throughput.mfu, o.throughput.tflops_per_gpu / gpu.peak_bf16_tflops, 1e-12);
 }
 
+// NVFP4 (TE's NVFP4BlockScaling): the linear layers' GEMMs at the FP4 peak on the FP4 curve, the
+// attention core in BF16, quantization at 1.152x current scaling's traffic, 4-bit weights gathered, and
+// refused on a GPU without FP4 tensor cores.
+TEST(AnalyticCost, Nvfp4MovesTheLinearLayersToTheFp4CurveByHand) {
+  const ModelSpec m = model_preset("llama3-70b");
+  const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});
+  const GpuSpec gpu = gpu_preset("gb200");
+  ParallelConfig current = layout(m, 1, 4, 1, 1, 8);
+  current.vp = 1;
+  current.precision = Precision::kFp8;
+  current.fp8_recipe = Fp8Recipe::kTensorwise;
+  ParallelConfig fp4 = current;
+  fp4.precision = Precision::kNvfp4;
+  const sim::AnalyticCost t(m, gpu, current, s.shape), n(m, gpu, fp4, s.shape);
+  const sim::PassCost& tf = t.stage(1).f;
+  const sim::PassCost& nf = n.stage(1).f;
+  EXPECT_DOUBLE_EQ(nf.attention_ns, tf.attention_ns);
+  // By hand: each of the dense layer's four linear GEMMs at its own FLOPs on the FP4 curve.
+  const LayerFlops lf = layer_forward_flops(m, 0, 1, m.seq_length, 1, 1);
+  const double per_ns = gpu.peak_fp4_tflops * 1e3 * gpu.sustained_compute_ratio;
+  const auto linear = [&](double flops, double calls) {
+    return flops / (per_ns * gpu.gemm_efficiency(flops / calls, Precision::kNvfp4));
+  };
+  const double layer_gemm = linear(lf.qkv, 1) + linear(lf.attn_out, 1) + linear(lf.mlp, 2);
+  const double layers = static_cast<double>(m.num_layers) / 4;
+  EXPECT_NEAR(nf.gemm_ns, layers * layer_gemm, 1e-9 * nf.gemm_ns);
+  // On GB200's curves the FP4 GEMMs of a 70B layer run about 1.9x the tensorwise FP8 ones.
+  EXPECT_GT(tf.gemm_ns / nf.gemm_ns, 1.7);
+  EXPECT_LT(tf.gemm_ns / nf.gemm_ns, 2.0);
+  // Quantization traffic by hand (tp = 1, a dense layer's F): every input quantized on its own at
+  // 1.152x current scaling's 6 bytes ((6.453 - 3.764) / (9.147 - 6.812)); the QKV, FC1 and FC2 inputs
+  // also cost the BF16 write of the norm or activation, which TE does not fuse with NVFP4's Hadamard
+  // quantization.
+  ParallelConfig bf16 = current;
+  bf16.precision = Precision::kBf16;
+  const sim::PassCost& bf = sim::AnalyticCost(m, gpu, bf16, s.shape).stage(1).f;
+  const double tokens = m.seq_length, h = m.hidden_size;
+  const double query = static_cast<double>(m.num_attention_heads) * m.kv_channels;
+  const double unfused = 6 * (6.453 - 3.764) / (9.147 - 6.812), fused = 2 + unfused;
+  const double bytes = tokens * (2 * h * fused + query * unfused + m.ffn_hidden_size * fused);
+  EXPECT_NEAR(nf.elementwise_ns - bf.elementwise_ns, layers * bytes / (gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency),
+              1e-6 * nf.elementwise_ns);
+
+  // Weights kept and gathered as NVFP4: 4 bits and an E4M3 scale per 16 values.
+  EXPECT_DOUBLE_EQ(fp4.param_gather_bytes(), 0.5625);
+  EXPECT_DOUBLE_EQ(current.param_gather_bytes(), 1.0);
+  fp4.fp4_param_gather = false;
+  EXPECT_DOUBLE_EQ(fp4.param_gather_bytes(), 2.0);
+
+  const ConfigCheck on_hopper = check(fp4, m, gpu_preset("h100-sxm"));
+  ASSERT_EQ(on_hopper.errors.size(), 1u);
+  EXPECT_EQ(on_hopper.errors[0].rule, "nvfp4_supported");
+  EXPECT_EQ(on_hopper.errors[0].message, "precision=nvfp4 needs FP4 tensor cores (Blackwell); 'h100-sxm' has peak_fp4_tflops=0");
+}
+
+// Megatron: a param-gather flag needs its own precision ("--fp4-param-gather must be used together with
+// --fp4-format"), and something that gathers (the distributed optimizer or FSDP).
+TEST(AnalyticCost, ParamGatherFlagsNeedTheirPrecisionAndSharding) {
+  const ModelSpec m = model_preset("llama3-70b");
+  const GpuSpec gpu = gpu_preset("gb200");
+  ParallelConfig c = layout(m, 1, 4, 1, 1, 8);
+  c.vp = 1;
+  c.fp8_param_gather = true;
+  ConfigCheck checked = check(c, m, gpu);
+  ASSERT_EQ(checked.errors.size(), 1u);
+  EXPECT_EQ(checked.errors[0].message, "fp8_param_gather needs precision=fp8, got precision=bf16");
+  c.fp8_param_gather.reset();
+  c.precision = Precision::kFp8;
+  c.fp4_param_gather = true;
+  checked = check(c, m, gpu);
+  ASSERT_EQ(checked.errors.size(), 1u);
+  EXPECT_EQ(checked.errors[0].message, "fp4_param_gather needs precision=nvfp4, got precision=fp8");
+  c.precision = Precision::kNvfp4;
+  c.distributed_optimizer = false;
+  checked = check(c, m, gpu);
+  ASSERT_EQ(checked.errors.size(), 1u);
+  EXPECT_EQ(checked.errors[0].rule, "fp4_param_gather_needs_sharding");
+  c.distributed_optimizer = true;
+  EXPECT_TRUE(check(c, m, gpu).ok());
+}
+
 // An F&B unit's duration is its critical path over four phases (F attention | B combine, B experts
 // | F dispatch, F experts | B dispatch, B attention | F combine), each the longer of its compute,
 // slowed by the 20 of 132 SMs DeepEP holds, and its transfer.

@@ -102,7 +102,7 @@ TEST(RunRecords, BadCellsNameTheLineAndColumn) {
             "runs.csv:2: column tokens_per_s_per_gpu: 'fast' is not a finite number");
   EXPECT_EQ(error_of("llama3-8b,bf16,8,128,0,8192,1,1,1,1,1,0,100\n"), "runs.csv:2: column mbs: must be in [1, 16777216], got 0");
   EXPECT_EQ(error_of("llama3-8b,int4,8,128,1,8192,1,1,1,1,1,0,100\n"),
-            "runs.csv:2: column precision: must be bf16 or fp8[-recipe], got 'int4'");
+            "runs.csv:2: column precision: must be bf16, fp8[-recipe] or nvfp4, got 'int4'");
   EXPECT_EQ(error_of("llama3-8b,bf16,8,128,1,8192\n"), "runs.csv:2: 6 cells, the header names 13");
   EXPECT_THROW(parse_run_records("", "runs.csv"), InputError);
   EXPECT_EQ(error_of("llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,100,x\n"), "runs.csv:2: 14 cells, the header names 13");

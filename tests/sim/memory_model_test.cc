@@ -104,6 +104,11 @@ TEST(StaticMemory, PrecisionOptionsChangeBytesPerParameter) {
   expect_bytes(static_of(m, c).params_bytes, 1 * p.dense, "FP8 weights");
 
   c = base;
+  c.precision = Precision::kNvfp4;
+  c.fp4_param_gather = true;
+  expect_bytes(static_of(m, c).params_bytes, 0.5625 * p.dense, "NVFP4 weights: 4 bits and an E4M3 scale per 16");
+
+  c = base;
   c.num_distributed_optimizer_instances = 2;  // HSDP: shards over 4 ranks, two replicas
   expect_bytes(static_of(m, c).optimizer_bytes, 12 * p.dense / 4, "two optimizer instances");
 
@@ -157,6 +162,17 @@ TEST_F(Activations, Fp8KeepsOneByteGemmInputs) {
   EXPECT_DOUBLE_EQ(fp8.mlp_act, bf16.mlp_act / 2);
   EXPECT_DOUBLE_EQ(fp8.norm_inputs, bf16.norm_inputs);  // the residual stream stays bf16
   EXPECT_DOUBLE_EQ(fp8.mlp_up_out, bf16.mlp_up_out);    // the activation function's input stays bf16
+}
+
+TEST_F(Activations, Nvfp4KeepsItsQuantizedGemmInputs) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig c = dense_dp8(m);
+  const sim::LayerActivation bf16 = model(m, c).layer_activation(0);
+  c.precision = Precision::kNvfp4;
+  const sim::LayerActivation fp4 = model(m, c).layer_activation(0);
+  EXPECT_DOUBLE_EQ(fp4.attn_in, bf16.attn_in * 0.5625 / 2);  // 4 bits and an E4M3 scale per 16 values
+  EXPECT_DOUBLE_EQ(fp4.mlp_act, bf16.mlp_act * 0.5625 / 2);
+  EXPECT_DOUBLE_EQ(fp4.norm_inputs, bf16.norm_inputs);
 }
 
 TEST_F(Activations, DropoutMasksOnlyWithDropout) {

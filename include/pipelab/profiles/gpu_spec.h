@@ -41,6 +41,7 @@ struct GpuSpec {
   std::string name;
   double peak_bf16_tflops = 0;  // dense
   double peak_fp8_tflops = 0;   // dense; 0 = no FP8 tensor cores
+  double peak_fp4_tflops = 0;   // dense NVFP4; 0 = no FP4 tensor cores
   std::int64_t hbm_bytes = 0;
   double hbm_bandwidth_gbps = 0;
   double nvlink_bandwidth_gbps = 0;  // per GPU per direction
@@ -52,6 +53,8 @@ struct GpuSpec {
   std::vector<GemmEfficiencyPoint> gemm_efficiency_curve;  // BF16, of peak_bf16_tflops; strictly increasing flops
   /// FP8 GEMMs, of peak_fp8_tflops (quantization kernels not included); empty = the BF16 curve.
   std::vector<GemmEfficiencyPoint> fp8_gemm_efficiency_curve;
+  /// NVFP4 GEMMs, of peak_fp4_tflops (inputs already quantized); empty = the FP8 curve.
+  std::vector<GemmEfficiencyPoint> fp4_gemm_efficiency_curve;
   /// Fused attention by keys per query; empty = attention timed on gemm_efficiency_curve.
   std::vector<AttentionEfficiencyPoint> attention_efficiency_curve;
   int sm_count = 0;  // streaming multiprocessors; 0 = unknown (communication kernels' SMs not modelled)
@@ -68,13 +71,14 @@ struct GpuSpec {
   /// Efficiency of a GEMM of `flops`: piecewise linear in log10(flops) between curve points, clamped
   /// to the first/last point outside the curve.
   double gemm_efficiency(double flops) const;
-  /// The same on the curve of `precision` (FP8: fp8_gemm_efficiency_curve when it has points).
+  /// The same on the curve of `precision`: FP8 reads fp8_gemm_efficiency_curve, NVFP4
+  /// fp4_gemm_efficiency_curve, each falling back to the curve before it when empty.
   double gemm_efficiency(double flops, Precision precision) const;
   /// Forward and backward efficiency of a fused-attention kernel whose queries attend `keys` keys
   /// (log-linear in keys between points, the last point's beyond it, and below the first point that
   /// point's efficiency x keys / its keys: a fixed time per query tile); requires the curve and keys > 0.
   AttentionEfficiencyPoint attention_efficiency(double keys) const;
-  /// Dense peak at `precision` (ConfigError for fp8 on a GPU without FP8 tensor cores).
+  /// Dense peak at `precision` (ConfigError for fp8 or nvfp4 on a GPU without those tensor cores).
   double peak_tflops(Precision precision) const;
   /// hbm_bytes - reserved_memory_bytes: what the memory model may fill.
   std::int64_t usable_memory_bytes() const { return hbm_bytes - reserved_memory_bytes; }
@@ -84,7 +88,7 @@ struct GpuSpec {
 void validate(const GpuSpec& gpu, std::string_view context = {});
 
 /// Strict JSON, as model_spec_from_json: required keys as docs/profiles.md lists them (the curves but the
-/// BF16 GEMM curve, peak_fp8_tflops, sm_count and sustained_compute_ratio are optional).
+/// BF16 GEMM curve, peak_fp8_tflops, peak_fp4_tflops, sm_count and sustained_compute_ratio are optional).
 GpuSpec gpu_spec_from_json(const nlohmann::json& json, std::string_view context);
 GpuSpec parse_gpu_spec(std::string_view json_text, std::string_view context);
 nlohmann::json to_json(const GpuSpec& gpu);

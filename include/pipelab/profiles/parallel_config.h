@@ -103,6 +103,7 @@ struct ParallelConfig {
   bool grad_reduce_in_fp32 = false;
   bool use_precision_aware_optimizer = false;   // bf16 Adam moments (exp_avg, exp_avg_sq), fp32 main params
   std::optional<bool> fp8_param_gather;         // unset: on with precision fp8 and a sharded optimizer or FSDP
+  std::optional<bool> fp4_param_gather;         // unset: on with precision nvfp4 and a sharded optimizer or FSDP
   double optimizer_offload_fraction = 0;        // share of the optimizer state kept in host memory
   // FP8, MoE and communication overlap (docs/simulator.md "Modelled effects").
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;   // Megatron's default
@@ -139,6 +140,17 @@ struct ParallelConfig {
   /// (the distributed optimizer or FSDP), as Megatron-Bridge's FP8 recipes run.
   bool fp8_param_gather_enabled() const {
     return fp8_param_gather.value_or(precision == Precision::kFp8 && (distributed_optimizer || fsdp != Fsdp::kNone));
+  }
+  /// The same for NVFP4 weights (Megatron-Bridge's bf16_with_nvfp4_mixed sets fp4_param_gather).
+  bool fp4_param_gather_enabled() const {
+    return fp4_param_gather.value_or(precision == Precision::kNvfp4 && (distributed_optimizer || fsdp != Fsdp::kNone));
+  }
+  /// Bytes per weight element the model keeps and the parameter all-gather moves: the quantized copy
+  /// under fp8_param_gather or fp4_param_gather, bf16 otherwise.
+  double param_gather_bytes() const {
+    if (fp8_param_gather_enabled()) return quantized_bytes(Precision::kFp8);
+    if (fp4_param_gather_enabled()) return quantized_bytes(Precision::kNvfp4);
+    return quantized_bytes(Precision::kBf16);
   }
 };
 

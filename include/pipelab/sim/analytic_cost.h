@@ -116,7 +116,8 @@ class AnalyticCost final : public CostModel {
   AttentionNs attention_ns(int layer, double forward_flops) const;
   /// A BF16 GEMM (router, LM head).
   double gemm_ns(double flops, double calls) const;
-  /// A linear layer's GEMM: FP8 (its own curve and peak) when the precision is fp8, else gemm_ns.
+  /// A linear layer's GEMM: FP8 or NVFP4 (that precision's curve and peak) when the run's precision
+  /// is one of them, else gemm_ns.
   double linear_ns(double flops, double calls) const;
   double memory_ns(double bytes) const;
   /// TP communication overlap: what of a collective of `comm_ns` its paired GEMM of `gemm_ns` leaves
@@ -142,9 +143,10 @@ class AnalyticCost final : public CostModel {
   std::vector<std::int64_t> stage_param_elems_;  // parameters per GPU of each stage
   std::int64_t boundary_bytes_ = 0;
   double peak_flops_per_ns_ = 0;  // BF16, x the sustained compute ratio
-  bool fp8_ = false;               // linear layers in FP8 (Transformer Engine)
-  double fp8_flops_per_ns_ = 0;    // FP8 peak, x the block-scaled GEMMs' factor (blockwise, mxfp8) and the sustained ratio
-  double quantize_bytes_ = 0;      // HBM bytes per element of an unfused quantization
+  bool quantized_ = false;            // linear layers in FP8 or NVFP4 (Transformer Engine)
+  double linear_flops_per_ns_ = 0;    // their peak, x the block-scaled FP8 GEMMs' factor (blockwise, mxfp8) and the sustained ratio
+  double quantize_bytes_ = 0;         // HBM bytes per element of an unfused quantization
+  double quantize_fused_bytes_ = 0;   // the same fused into the norm or activation before it
   double ep_sm_share_ = 0;         // share of the SMs the EP dispatch kernels hold (flex dispatcher)
 };
 
