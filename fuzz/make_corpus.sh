@@ -48,6 +48,7 @@ printf '%s\n' 'strategy: megatron_fsdp' 'tp_size: 2' 'pp_size: 2' 'ep_size: 2' '
   'pipeline:' '  pp_schedule: 1F1B' '  pp_microbatch_size: 2' > "$out/automodel_yaml/distributed_block.yaml"
 # Run tables are measured, not written by pipelab: the calibration set, the held-out tables on other
 # GPUs and the test table.
-cp calibration/nemo-dgx-h100.csv calibration/nemo-dgx-b200.csv calibration/nemo-dgx-gb200.csv calibration/a100.csv "$out/run_records/"
+cp calibration/nemo-dgx-h100.csv calibration/nemo-dgx-b200.csv calibration/nemo-dgx-gb200.csv calibration/nemo-dgx-gb300.csv \
+  calibration/a100.csv "$out/run_records/"
 cp tests/data/apps/calibration_runs.csv "$out/run_records/"
 echo "fuzz corpora: $(find "$out" -type f | wc -l) seeds in $out ($(du -sh "$out" | cut -f1))"
