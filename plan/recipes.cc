@@ -99,6 +99,11 @@ std::string megatron_lm(const Facts& f) {
     add("--fp4-recipe nvfp4");
     if (c.fp4_param_gather_enabled()) add("--fp4-param-gather");
   }
+  if (c.first_last_layers_bf16 && c.precision != Precision::kBf16) {
+    add("--first-last-layers-bf16");
+    add("--num-layers-at-start-in-bf16 " + str(c.num_layers_at_start_in_bf16));
+    add("--num-layers-at-end-in-bf16 " + str(c.num_layers_at_end_in_bf16));
+  }
   std::string out = header(f) + notes;
   for (std::size_t i = 0; i < flags.size(); ++i) out += flags[i] + (i + 1 < flags.size() ? " \\\n" : "\n");
   return out;
@@ -127,6 +132,11 @@ std::string megatron_bridge(const Facts& f) {
   if (!f.megatron_schedule()) {
     out += "# note: Megatron-Bridge (Megatron-Core) has no " + f.schedule + " schedule; these overrides run its 1F1B" +
            (f.megatron_split() ? " with the same split\n" : ", one model part per rank instead of " + str(f.parts_per_rank) + "\n");
+  }
+  if (c.first_last_layers_bf16 && c.precision != Precision::kBf16) {
+    // Bridge's mixed-precision recipe overwrites these model fields with its own.
+    out += "# note: keep layers in BF16 on the mixed-precision config: first_last_layers_bf16=True, num_layers_at_start_in_bf16=" +
+           str(c.num_layers_at_start_in_bf16) + ", num_layers_at_end_in_bf16=" + str(c.num_layers_at_end_in_bf16) + "\n";
   }
   auto set = [&](const std::string& key, const std::string& value) { out += key + "=" + value + "\n"; };
   set("model.tensor_model_parallel_size", str(c.tp));

@@ -153,6 +153,9 @@ const std::array kFields = {
     Field{"fp4_param_gather", &ParallelConfig::fp4_param_gather},
     Field{"optimizer_offload_fraction", &ParallelConfig::optimizer_offload_fraction},
     Field{"fp8_recipe", &ParallelConfig::fp8_recipe},
+    Field{"first_last_layers_bf16", &ParallelConfig::first_last_layers_bf16},
+    Field{"num_layers_at_start_in_bf16", &ParallelConfig::num_layers_at_start_in_bf16},
+    Field{"num_layers_at_end_in_bf16", &ParallelConfig::num_layers_at_end_in_bf16},
     Field{"moe_token_dispatcher_type", &ParallelConfig::moe_token_dispatcher_type},
     Field{"moe_flex_dispatcher_backend", &ParallelConfig::moe_flex_dispatcher_backend},
     Field{"overlap_moe_expert_parallel_comm", &ParallelConfig::overlap_moe_expert_parallel_comm},
@@ -520,6 +523,27 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (c.precision == Precision::kFp8 && gpu.peak_fp8_tflops <= 0) {
     error("precision", "fp8_supported",
           "precision=fp8 needs FP8 tensor cores; '" + gpu.name + "' has peak_fp8_tflops=0");
+  }
+  // Megatron's rules for --first-last-layers-bf16 (TransformerConfig.__post_init__).
+  if (c.first_last_layers_bf16) {
+    if (c.precision == Precision::kBf16) {
+      warn("first_last_layers_bf16", "bf16_layers_need_low_precision",
+           "first_last_layers_bf16 keeps layers in BF16 under fp8 or nvfp4: no effect with precision=bf16");
+    }
+    if (c.precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kDelayed) {
+      error("first_last_layers_bf16", "bf16_layers_need_current_scaling",
+            "first_last_layers_bf16 is refused with fp8_recipe=delayed (Megatron: \"Delayed scaling does not support first / "
+            "last layer in BF16\")");
+    }
+    const int per_stage = m.num_layers / std::max(1, c.pp);
+    for (const auto& [field, value] : {std::pair<const char*, int>{"num_layers_at_start_in_bf16", c.num_layers_at_start_in_bf16},
+                                       std::pair<const char*, int>{"num_layers_at_end_in_bf16", c.num_layers_at_end_in_bf16}}) {
+      if (value < 0 || value > per_stage) {
+        error(field, "bf16_layers_within_a_stage",
+              std::string(field) + "=" + str(value) + " must be between 0 and the layers per pipeline stage, num_layers/pp=" +
+                  str(per_stage));
+      }
+    }
   }
   if (c.precision == Precision::kNvfp4 && gpu.peak_fp4_tflops <= 0) {
     error("precision", "nvfp4_supported",

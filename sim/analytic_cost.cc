@@ -98,11 +98,14 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
   // with_rht && with_post_rht_amax).
   quantize_fused_bytes_ = cfg.precision == Precision::kNvfp4 ? kBf16Bytes + kQuantizeNvfp4Bytes : 2 * quantized_bytes(cfg.precision);
   // A decoder layer's cost depends on the layer only through its kind (MoE or dense, windowed
-  // attention or not) and whether it is fully recomputed: each kind is costed once.
-  std::array<std::optional<StageCost>, 8> kinds;
+  // attention or not, kept in BF16 by first_last_layers_bf16 or not) and whether it is fully
+  // recomputed: each kind is costed once.
+  std::array<std::optional<StageCost>, 16> kinds;
   const auto layer_cost = [&](int l, bool full) -> const StageCost& {
     const ModelSpec& m = g.model();
-    std::optional<StageCost>& kind = kinds[(m.is_moe_layer(l) ? 4 : 0) + (m.is_window_attention_layer(l) ? 2 : 0) + (full ? 1 : 0)];
+    const bool bf16_kept = quantized_ && cfg.layer_precision(l, m.num_layers) == Precision::kBf16;
+    std::optional<StageCost>& kind =
+        kinds[(bf16_kept ? 8 : 0) + (m.is_moe_layer(l) ? 4 : 0) + (m.is_window_attention_layer(l) ? 2 : 0) + (full ? 1 : 0)];
     if (!kind) kind = StageCost{layer_pass(l, Pass::F, full), layer_pass(l, Pass::I, full), layer_pass(l, Pass::W, full)};
     return *kind;
   };
@@ -185,8 +188,8 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
   return {forward_flops / (peak_flops_per_ns_ * e.forward), kAttentionBackwardWork * forward_flops / (peak_flops_per_ns_ * e.backward)};
 }
 
-double AnalyticCost::linear_ns(double flops, double calls) const {
-  if (!quantized_) return gemm_ns(flops, calls);
+double AnalyticCost::linear_ns(double flops, double calls, bool quantized) const {
+  if (!quantized) return gemm_ns(flops, calls);
   if (flops <= 0) return 0;
   const double per_call = flops / std::max(1.0, calls);
   return flops / (linear_flops_per_ns_ * gpu_.gemm_efficiency(per_call, geometry_->config().precision));
@@ -234,17 +237,19 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const LayerWidths& w = g.widths(layer);
   const double h = w.hidden;
   const bool moe = m.is_moe_layer(layer);
+  // The linear layers run at the configured precision unless first_last_layers_bf16 keeps this one BF16.
+  const bool quantized = quantized_ && c.layer_precision(layer, m.num_layers) != Precision::kBf16;
 
   // GEMM calls, for the efficiency curve: QKV and out-proj one each; the MLP two (up [+gate], down),
   // or two per local expert when MoE.
   const double local_experts = moe ? std::max(1.0, static_cast<double>(m.num_experts) / c.ep) : 1;
-  // The linear layers' GEMMs run in FP8 when asked (linear_ns); the router stays BF16.
-  const double qkv_ns = linear_ns(lf.qkv, 1), out_ns = linear_ns(lf.attn_out, 1);
+  // The linear layers' GEMMs run in FP8 or NVFP4 when asked (linear_ns); the router stays BF16.
+  const double qkv_ns = linear_ns(lf.qkv, 1, quantized), out_ns = linear_ns(lf.attn_out, 1, quantized);
   // MoE: the busiest EP rank's experts see moe_load_imbalance x the mean tokens; every rank waits
   // for it at the combine. Shared experts are not routed.
   const double shared_share = moe && m.moe_shared_expert_intermediate_size > 0 ? m.moe_shared_expert_intermediate_size / w.mlp : 0;
   const double expert_skew = moe ? shared_share + (1 - shared_share) * c.moe_load_imbalance : 1;
-  const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts) * expert_skew + gemm_ns(lf.router, 1);
+  const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts, quantized) * expert_skew + gemm_ns(lf.router, 1);
   PassCost fwd;
   fwd.gemm_ns = qkv_ns + out_ns + mlp_ns;
   const AttentionNs attention = attention_ns(layer, lf.attention_core);
@@ -270,7 +275,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // activation; the attention output and MoE experts' dispatched tokens are quantized on their own.
   // In I, each GEMM's output gradient: FC1's fused with the activation's backward, the rest not.
   double quantize_f_ns = 0, quantize_i_ns = 0;
-  if (quantized_) {
+  if (quantized) {
     const double fused = quantize_fused_bytes_;
     const double fc1_in = moe ? tokens * m.moe_router_topk * h * quantize_bytes_ : norm_tokens * h * fused;
     quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_ + fc1_in + tokens * w.mlp / c.tp * fused);
@@ -289,7 +294,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     tp_backward_ns = fwd.tp_comm_ns;
     // FP8 or NVFP4 with SP: the forward all-gathers move the quantized inputs (TE gathers FP8 and
     // NVFP4 tensors in their quantized form).
-    if (quantized_ && g.sequence_parallel()) {
+    if (quantized && g.sequence_parallel()) {
       const double gathered = full * ring * quantized_bytes(c.precision) / kBf16Bytes;
       fwd.tp_comm_ns = 2 * collective_ns(gathered, c.tp - 1, link) + 2 * collective_ns(full * ring, c.tp - 1, link);
     }
@@ -406,7 +411,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     if (c.recomputes_module("moe_act") && moe) in.elementwise_ns += act_ns;
     if (c.recomputes_module("shared_experts") && moe && m.moe_shared_expert_intermediate_size > 0) {
       const double shared = lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp;
-      in.gemm_ns += gemm_ns(shared, 2);
+      in.gemm_ns += linear_ns(shared, 2, quantized);
       in.flops += shared;
     }
   }

@@ -91,7 +91,7 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   const bool moe = m.is_moe_layer(layer);
   // Bytes per element of the saved GEMM inputs: Transformer Engine keeps the FP8 or NVFP4 copies it
   // quantized for the backward when the GEMMs run in FP8 or NVFP4; bf16 otherwise.
-  const double gemm_input = quantized_bytes(c.precision);
+  const double gemm_input = quantized_bytes(c.layer_precision(layer, m.num_layers));
   // Korthikanti §4.1 per token, generalised to GQA, SwiGLU and MoE widths (MLA's K at the value
   // width). Replicated over the TP group unless sequence parallel splits them.
   LayerActivation a;

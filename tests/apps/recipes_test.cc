@@ -201,6 +201,18 @@ TEST(Recipes, Nvfp4AndFp8RecipesUseTheirFrameworksNames) {
   std::vector<std::string> args = base_args(l);
   args.insert(args.end(), {"--megatron-args", r.megatron_lm});
   EXPECT_TRUE(parse(args).resolved.config.fp4_param_gather_enabled());
+  // Layers kept in BF16 leave as Megatron's flags and come back.
+  ParallelConfig kept = l.config;
+  kept.first_last_layers_bf16 = true;
+  kept.num_layers_at_end_in_bf16 = 4;
+  r = plan::make_recipes(model_preset(l.model), kept, l.schedule, l.stage_layers);
+  args = base_args(l);
+  args.insert(args.end(), {"--megatron-args", r.megatron_lm});
+  const ParallelConfig back = parse(args).resolved.config;
+  EXPECT_TRUE(back.first_last_layers_bf16) << r.megatron_lm;
+  EXPECT_EQ(back.num_layers_at_start_in_bf16, 1);
+  EXPECT_EQ(back.num_layers_at_end_in_bf16, 4);
+  EXPECT_NE(r.megatron_bridge.find("first_last_layers_bf16=True"), std::string::npos) << r.megatron_bridge;
 
   const std::pair<Fp8Recipe, const char*> bridge_names[] = {{Fp8Recipe::kDelayed, "bf16_with_fp8_delayed_scaling_mixed"},
                                                             {Fp8Recipe::kTensorwise, "bf16_with_fp8_current_scaling_mixed"},

@@ -282,6 +282,47 @@ TEST(AnalyticCost, Nvfp4MovesTheLinearLayersToTheFp4CurveByHand) {
   EXPECT_EQ(on_hopper.errors[0].message, "precision=nvfp4 needs FP4 tensor cores (Blackwell); 'h100-sxm' has peak_fp4_tflops=0");
 }
 
+// --first-last-layers-bf16: the first and last decoder layers' GEMMs (global, 0-based layer numbers, as
+// Megatron's get_fp4_context counts them) run in BF16 with no quantization; the others stay NVFP4.
+TEST(AnalyticCost, FirstAndLastLayersKeptInBf16CostAsBf16Layers) {
+  const ModelSpec m = model_preset("llama3-70b");  // 80 layers: 20 per stage at pp = 4
+  const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});
+  const GpuSpec gpu = gpu_preset("gb200");
+  ParallelConfig fp4 = layout(m, 1, 4, 1, 1, 8);
+  fp4.vp = 1;
+  fp4.precision = Precision::kNvfp4;
+  ParallelConfig bf16 = fp4;
+  bf16.precision = Precision::kBf16;
+  ParallelConfig kept = fp4;
+  kept.first_last_layers_bf16 = true;
+  kept.num_layers_at_start_in_bf16 = 2;
+  kept.num_layers_at_end_in_bf16 = 3;
+  EXPECT_EQ(kept.layer_precision(1, 80), Precision::kBf16);
+  EXPECT_EQ(kept.layer_precision(2, 80), Precision::kNvfp4);
+  EXPECT_EQ(kept.layer_precision(76, 80), Precision::kNvfp4);
+  EXPECT_EQ(kept.layer_precision(77, 80), Precision::kBf16);
+  const sim::AnalyticCost q(m, gpu, fp4, s.shape), b(m, gpu, bf16, s.shape), k(m, gpu, kept, s.shape);
+  // Per-layer figures from the middle stages, where every layer is alike.
+  const double q_layer = q.stage(1).f.gemm_ns / 20, b_layer = b.stage(1).f.gemm_ns / 20;
+  EXPECT_NEAR(k.stage(0).f.gemm_ns, 18 * q_layer + 2 * b_layer, 1e-9 * k.stage(0).f.gemm_ns);
+  EXPECT_NEAR(k.stage(3).f.gemm_ns - q.stage(3).f.gemm_ns, 3 * (b_layer - q_layer), 1e-6 * k.stage(3).f.gemm_ns);
+  EXPECT_DOUBLE_EQ(k.stage(1).f.total_ns(), q.stage(1).f.total_ns());
+  // A kept layer quantizes nothing: its elementwise work is the BF16 layer's.
+  const double q_elem = q.stage(1).f.elementwise_ns / 20, b_elem = b.stage(1).f.elementwise_ns / 20;
+  EXPECT_NEAR(k.stage(3).f.elementwise_ns - q.stage(3).f.elementwise_ns, 3 * (b_elem - q_elem), 1e-6 * k.stage(3).f.elementwise_ns);
+
+  // Megatron's rules: not with delayed FP8 scaling; each count within one stage's layers.
+  ParallelConfig delayed = kept;
+  delayed.precision = Precision::kFp8;
+  ConfigCheck checked = check(delayed, m, gpu);
+  ASSERT_EQ(checked.errors.size(), 1u);
+  EXPECT_EQ(checked.errors[0].rule, "bf16_layers_need_current_scaling");
+  kept.num_layers_at_end_in_bf16 = 21;
+  checked = check(kept, m, gpu);
+  ASSERT_EQ(checked.errors.size(), 1u);
+  EXPECT_EQ(checked.errors[0].message, "num_layers_at_end_in_bf16=21 must be between 0 and the layers per pipeline stage, num_layers/pp=20");
+}
+
 // Megatron: a param-gather flag needs its own precision ("--fp4-param-gather must be used together with
 // --fp4-format"), and something that gathers (the distributed optimizer or FSDP).
 TEST(AnalyticCost, ParamGatherFlagsNeedTheirPrecisionAndSharding) {

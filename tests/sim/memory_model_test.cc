@@ -173,6 +173,9 @@ TEST_F(Activations, Nvfp4KeepsItsQuantizedGemmInputs) {
   EXPECT_DOUBLE_EQ(fp4.attn_in, bf16.attn_in * 0.5625 / 2);  // 4 bits and an E4M3 scale per 16 values
   EXPECT_DOUBLE_EQ(fp4.mlp_act, bf16.mlp_act * 0.5625 / 2);
   EXPECT_DOUBLE_EQ(fp4.norm_inputs, bf16.norm_inputs);
+  c.first_last_layers_bf16 = true;  // layer 0 kept in BF16 keeps BF16 inputs; layer 1 does not
+  EXPECT_DOUBLE_EQ(model(m, c).layer_activation(0).attn_in, bf16.attn_in);
+  EXPECT_DOUBLE_EQ(model(m, c).layer_activation(1).attn_in, fp4.attn_in);
 }
 
 TEST_F(Activations, DropoutMasksOnlyWithDropout) {

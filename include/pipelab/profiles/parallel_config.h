@@ -107,6 +107,10 @@ struct ParallelConfig {
   double optimizer_offload_fraction = 0;        // share of the optimizer state kept in host memory
   // FP8, MoE and communication overlap (docs/simulator.md "Modelled effects").
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;   // Megatron's default
+  // Megatron's --first-last-layers-bf16: the first and last decoder layers' GEMMs stay BF16 under FP8 or NVFP4.
+  bool first_last_layers_bf16 = false;
+  int num_layers_at_start_in_bf16 = 1;
+  int num_layers_at_end_in_bf16 = 1;
   MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllgather;  // Megatron's default
   std::string moe_flex_dispatcher_backend = "deepep";                   // flex only: deepep | hybridep
   bool overlap_moe_expert_parallel_comm = false;  // 1F1B all-to-all overlap: merged F and B of adjacent microbatches
@@ -140,6 +144,12 @@ struct ParallelConfig {
   /// (the distributed optimizer or FSDP), as Megatron-Bridge's FP8 recipes run.
   bool fp8_param_gather_enabled() const {
     return fp8_param_gather.value_or(precision == Precision::kFp8 && (distributed_optimizer || fsdp != Fsdp::kNone));
+  }
+  /// The linear layers' GEMM precision in decoder layer `layer` (0-based, model order) of `num_layers`:
+  /// `precision`, or BF16 for the first and last layers that first_last_layers_bf16 keeps.
+  Precision layer_precision(int layer, int num_layers) const {
+    const bool kept = first_last_layers_bf16 && (layer < num_layers_at_start_in_bf16 || layer >= num_layers - num_layers_at_end_in_bf16);
+    return kept ? Precision::kBf16 : precision;
   }
   /// The same for NVFP4 weights (Megatron-Bridge's bf16_with_nvfp4_mixed sets fp4_param_gather).
   bool fp4_param_gather_enabled() const {

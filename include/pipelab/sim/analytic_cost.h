@@ -116,9 +116,9 @@ class AnalyticCost final : public CostModel {
   AttentionNs attention_ns(int layer, double forward_flops) const;
   /// A BF16 GEMM (router, LM head).
   double gemm_ns(double flops, double calls) const;
-  /// A linear layer's GEMM: FP8 or NVFP4 (that precision's curve and peak) when the run's precision
-  /// is one of them, else gemm_ns.
-  double linear_ns(double flops, double calls) const;
+  /// A linear layer's GEMM: FP8 or NVFP4 (the run's precision: its curve and peak) when `quantized`,
+  /// else gemm_ns.
+  double linear_ns(double flops, double calls, bool quantized) const;
   double memory_ns(double bytes) const;
   /// TP communication overlap: what of a collective of `comm_ns` its paired GEMM of `gemm_ns` leaves
   /// exposed (its first or last chunk, and what outlasts the GEMM slowed by the comm kernels' SMs).
