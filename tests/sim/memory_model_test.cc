@@ -152,30 +152,24 @@ TEST_F(Activations, SelectiveModulesDropWhatTheyRebuild) {
   EXPECT_EQ(norm.mlp_act, none.mlp_act);
 }
 
-TEST_F(Activations, Fp8KeepsOneByteGemmInputs) {
+// FP8 keeps its 1-byte GEMM inputs for the backward, NVFP4 4 bits and an E4M3 scale per 16 values; the
+// residual stream and the activation function's input stay bf16.
+TEST_F(Activations, QuantizedGemmInputsKeepTheirPrecisionsBytes) {
   const ModelSpec m = model_preset("llama3-8b");
   ParallelConfig c = dense_dp8(m);
   const sim::LayerActivation bf16 = model(m, c).layer_activation(0);
-  c.precision = Precision::kFp8;
-  const sim::LayerActivation fp8 = model(m, c).layer_activation(0);
-  EXPECT_DOUBLE_EQ(fp8.attn_in, bf16.attn_in / 2);
-  EXPECT_DOUBLE_EQ(fp8.mlp_act, bf16.mlp_act / 2);
-  EXPECT_DOUBLE_EQ(fp8.norm_inputs, bf16.norm_inputs);  // the residual stream stays bf16
-  EXPECT_DOUBLE_EQ(fp8.mlp_up_out, bf16.mlp_up_out);    // the activation function's input stays bf16
-}
-
-TEST_F(Activations, Nvfp4KeepsItsQuantizedGemmInputs) {
-  const ModelSpec m = model_preset("llama3-8b");
-  ParallelConfig c = dense_dp8(m);
-  const sim::LayerActivation bf16 = model(m, c).layer_activation(0);
-  c.precision = Precision::kNvfp4;
-  const sim::LayerActivation fp4 = model(m, c).layer_activation(0);
-  EXPECT_DOUBLE_EQ(fp4.attn_in, bf16.attn_in * 0.5625 / 2);  // 4 bits and an E4M3 scale per 16 values
-  EXPECT_DOUBLE_EQ(fp4.mlp_act, bf16.mlp_act * 0.5625 / 2);
-  EXPECT_DOUBLE_EQ(fp4.norm_inputs, bf16.norm_inputs);
-  c.first_last_layers_bf16 = true;  // layer 0 kept in BF16 keeps BF16 inputs; layer 1 does not
-  EXPECT_DOUBLE_EQ(model(m, c).layer_activation(0).attn_in, bf16.attn_in);
-  EXPECT_DOUBLE_EQ(model(m, c).layer_activation(1).attn_in, fp4.attn_in);
+  for (const auto& [precision, bytes] : {std::pair{Precision::kFp8, 1.0}, std::pair{Precision::kNvfp4, 0.5625}}) {
+    c.precision = precision;
+    c.first_last_layers_bf16 = false;
+    const sim::LayerActivation q = model(m, c).layer_activation(0);
+    EXPECT_DOUBLE_EQ(q.attn_in, bf16.attn_in * bytes / 2) << to_string(precision);
+    EXPECT_DOUBLE_EQ(q.mlp_act, bf16.mlp_act * bytes / 2) << to_string(precision);
+    EXPECT_DOUBLE_EQ(q.norm_inputs, bf16.norm_inputs) << to_string(precision);
+    EXPECT_DOUBLE_EQ(q.mlp_up_out, bf16.mlp_up_out) << to_string(precision);
+    c.first_last_layers_bf16 = true;  // layer 0 kept in BF16 keeps BF16 inputs; layer 1 does not
+    EXPECT_DOUBLE_EQ(model(m, c).layer_activation(0).attn_in, bf16.attn_in) << to_string(precision);
+    EXPECT_DOUBLE_EQ(model(m, c).layer_activation(1).attn_in, q.attn_in) << to_string(precision);
+  }
 }
 
 TEST_F(Activations, DropoutMasksOnlyWithDropout) {
