@@ -42,12 +42,12 @@ void print_models(std::ostream& os) {
 }
 
 void print_gpus(std::ostream& os) {
-  os << std::left << std::setw(12) << "# gpu" << std::setw(12) << "bf16 TFLOPS" << std::setw(11) << "fp8 TFLOPS" << std::setw(10)
+  os << std::left << std::setw(12) << "# gpu" << std::setw(12) << "bf16 TFLOPS" << std::setw(11) << "fp8 TFLOPS" << std::setw(11) << "fp4 TFLOPS" << std::setw(10)
      << "HBM GiB" << std::setw(12) << "HBM GB/s" << std::setw(14) << "NVLink GB/s" << std::setw(10) << "NIC GB/s" << "GPUs/node\n";
   for (const std::string& name : gpu_preset_names()) {
     const GpuSpec g = gpu_preset(name);
     os << std::left << std::setw(12) << name << std::setw(12) << g.peak_bf16_tflops << std::setw(11) << g.peak_fp8_tflops
-       << std::setw(10) << std::fixed << std::setprecision(1) << static_cast<double>(g.hbm_bytes) / (1024.0 * 1024 * 1024)
+       << std::setw(11) << g.peak_fp4_tflops << std::setw(10) << std::fixed << std::setprecision(1) << static_cast<double>(g.hbm_bytes) / (1024.0 * 1024 * 1024)
        << std::defaultfloat << std::setprecision(6) << std::setw(12) << g.hbm_bandwidth_gbps << std::setw(14)
        << g.nvlink_bandwidth_gbps << std::setw(10) << g.nic_bandwidth_gbps << g.gpus_per_node << "\n";
     print_aliases(os, 12, gpu_preset_aliases(name));

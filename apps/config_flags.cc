@@ -124,12 +124,15 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp8", "nvfp4"}));
   cmd->add_flag_callback("--bf16", [&c] { c.precision = "bf16"; }, "Megatron's --bf16: --precision bf16");
-  cmd->add_option_function<std::string>(
-      "--fp8-format", [&c](const std::string&) { c.precision = "fp8"; }, "Megatron's --fp8-format hybrid|e4m3: --precision fp8")
-      ->check(CLI::IsMember({"hybrid", "e4m3"}));
+  CLI::Option* fp8_format = cmd->add_option_function<std::string>(
+                                   "--fp8-format", [&c](const std::string&) { c.precision = "fp8"; },
+                                   "Megatron's --fp8-format hybrid|e4m3: --precision fp8")
+                                ->check(CLI::IsMember({"hybrid", "e4m3"}));
+  // Megatron refuses the two together ("--fp4-format and --fp8-format cannot be used simultaneously").
   cmd->add_option_function<std::string>(
          "--fp4-format", [&c](const std::string&) { c.precision = "nvfp4"; }, "Megatron's --fp4-format e2m1: --precision nvfp4")
-      ->check(CLI::IsMember({"e2m1"}));
+      ->check(CLI::IsMember({"e2m1"}))
+      ->excludes(fp8_format);
   // Megatron's other recipe, custom, takes a user's quantizer factory: nothing to simulate.
   cmd->add_option_function<std::string>("--fp4-recipe", [](const std::string&) {}, "Megatron's --fp4-recipe: nvfp4 (its default; the only one simulated)")
       ->check(CLI::IsMember({"nvfp4"}));

@@ -721,7 +721,8 @@ std::string normalize_rule(const std::string& message) {
   // inside a word ("zb-h1", "fp8"), and anything not given by "=" or "got".
   static const std::set<std::string, std::less<>> kKeep = {
       "num_attention_heads", "num_query_groups", "ffn_hidden_size", "moe_ffn_hidden_size", "num_experts", "num_layers",
-      "seq_length",          "gbs",              "gpus_per_node",   "hidden_size",         "vocab_size",  "peak_fp8_tflops"};
+      "seq_length",          "gbs",              "gpus_per_node",   "hidden_size",         "vocab_size",  "peak_fp8_tflops",
+      "peak_fp4_tflops"};
   std::string out;
   const std::size_t n = message.size();
   bool in_product = false;  // after a replaced number: "=8*1" continues with the next factor

@@ -110,7 +110,8 @@ std::string megatron_lm(const Facts& f) {
 }
 
 // Megatron-Bridge's registered mixed-precision recipe for the run's precision and FP8 scaling
-// (training/mixed_precision.py; each sets its param-gather flag on).
+// (training/mixed_precision.py). Where a recipe's own settings differ from the plan's, megatron_bridge()
+// says so in a note.
 std::string_view bridge_mixed_precision(const ParallelConfig& c) {
   switch (c.precision) {
     case Precision::kBf16: return "bf16_mixed";
@@ -133,10 +134,19 @@ std::string megatron_bridge(const Facts& f) {
     out += "# note: Megatron-Bridge (Megatron-Core) has no " + f.schedule + " schedule; these overrides run its 1F1B" +
            (f.megatron_split() ? " with the same split\n" : ", one model part per rank instead of " + str(f.parts_per_rank) + "\n");
   }
+  // Bridge's mixed-precision recipe overwrites these model fields with its own, so a plan that differs
+  // from the recipe says what to set on the mixed-precision config.
+  const bool current_scaling = c.precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kTensorwise;
   if (c.first_last_layers_bf16 && c.precision != Precision::kBf16) {
-    // Bridge's mixed-precision recipe overwrites these model fields with its own.
     out += "# note: keep layers in BF16 on the mixed-precision config: first_last_layers_bf16=True, num_layers_at_start_in_bf16=" +
            str(c.num_layers_at_start_in_bf16) + ", num_layers_at_end_in_bf16=" + str(c.num_layers_at_end_in_bf16) + "\n";
+  } else if (current_scaling) {
+    out += "# note: bf16_with_fp8_current_scaling_mixed keeps the first and last layer in BF16; set first_last_layers_bf16=False "
+           "on it to run this plan (as Bridge's performance scripts do)\n";
+  }
+  if (c.precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kBlockwise && c.fp8_param_gather_enabled()) {
+    out += "# note: bf16_with_fp8_subchannel_scaling_mixed sets fp8_param_gather=False; set it True on the mixed-precision config "
+           "to gather FP8 weights as this plan does\n";
   }
   auto set = [&](const std::string& key, const std::string& value) { out += key + "=" + value + "\n"; };
   set("model.tensor_model_parallel_size", str(c.tp));

@@ -535,10 +535,11 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
             "first_last_layers_bf16 is refused with fp8_recipe=delayed (Megatron: \"Delayed scaling does not support first / "
             "last layer in BF16\")");
     }
+    // Megatron checks the counts under FP8 only (its FP4 path takes any count).
     const int per_stage = m.num_layers / std::max(1, c.pp);
     for (const auto& [field, value] : {std::pair<const char*, int>{"num_layers_at_start_in_bf16", c.num_layers_at_start_in_bf16},
                                        std::pair<const char*, int>{"num_layers_at_end_in_bf16", c.num_layers_at_end_in_bf16}}) {
-      if (value < 0 || value > per_stage) {
+      if (c.precision == Precision::kFp8 && (value < 0 || value > per_stage)) {
         error(field, "bf16_layers_within_a_stage",
               std::string(field) + "=" + str(value) + " must be between 0 and the layers per pipeline stage, num_layers/pp=" +
                   str(per_stage));

@@ -66,11 +66,14 @@ std::vector<ConfigRow> config_rows(const std::vector<ReportInput>& inputs) {
   };
   add("model", [](const json& c) { return config_name(c, "model"); });
   add("GPU", [](const json& c) { return config_name(c, "gpu"); });
-  add("GPU peak dense BF16 / FP8 (TFLOPS)", [](const json& c) {
-    const std::string bf16 = config_text(c, {"gpu", "peak_bf16_tflops"});
-    const std::string fp8 = config_text(c, {"gpu", "peak_fp8_tflops"});
-    if (bf16.empty()) return std::string();
-    return fp8.empty() || fp8 == "0" ? bf16 : bf16 + " / " + fp8;
+  add("GPU peak dense BF16 / FP8 / FP4 (TFLOPS)", [](const json& c) {
+    std::string out = config_text(c, {"gpu", "peak_bf16_tflops"});
+    if (out.empty()) return out;
+    for (const char* key : {"peak_fp8_tflops", "peak_fp4_tflops"}) {
+      const std::string peak = config_text(c, {"gpu", key});
+      if (!peak.empty() && peak != "0") out += " / " + peak;
+    }
+    return out;
   });
   add("GPU memory (GiB)", [](const json& c) {
     const json* hbm = find_path(c, {"gpu", "hbm_bytes"});

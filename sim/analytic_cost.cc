@@ -93,10 +93,15 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
   }
   // A quantization fused into the norm or activation kernel before it writes only the row-wise and
   // column-wise copies. NVFP4's is not fused: with the random Hadamard transform (the recipe's default
-  // for inputs and gradients) TE's norm and activation kernels write BF16 and the NVFP4 quantizer then
-  // runs on its own (TE csrc/extensions/normalization.cpp and activation.cpp: Impl::UNFUSED when
-  // with_rht && with_post_rht_amax).
-  quantize_fused_bytes_ = cfg.precision == Precision::kNvfp4 ? kBf16Bytes + kQuantizeNvfp4Bytes : 2 * quantized_bytes(cfg.precision);
+  // for inputs and gradients) TE's norm and activation kernels write BF16 (already in norm_ns and
+  // act_ns) and the NVFP4 quantizer then runs on its own (TE csrc/extensions/normalization.cpp and
+  // activation.cpp: Impl::UNFUSED when with_rht && with_post_rht_amax).
+  quantize_fused_bytes_ = cfg.precision == Precision::kNvfp4 ? kQuantizeNvfp4Bytes : 2 * quantized_bytes(cfg.precision);
+  // SP all-gathers of a quantized input: per-tensor FP8 (delayed, tensorwise) gathers the row-wise copy
+  // only and transposes after; MXFP8, block scaling and NVFP4 gather both copies (TE
+  // supports_only_rowwise_all_gather: true for Float8Quantizer and Float8CurrentScalingQuantizer only).
+  const bool rowwise_gather = cfg.precision == Precision::kFp8 && (cfg.fp8_recipe == Fp8Recipe::kDelayed || cfg.fp8_recipe == Fp8Recipe::kTensorwise);
+  sp_gather_bytes_ = quantized_bytes(cfg.precision) * (rowwise_gather ? 1 : 2);
   // A decoder layer's cost depends on the layer only through its kind (MoE or dense, windowed
   // attention or not, kept in BF16 by first_last_layers_bf16 or not) and whether it is fully
   // recomputed: each kind is costed once.
@@ -293,9 +298,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     fwd.tp_comm_ns = g.sequence_parallel() ? 4 * collective_ns(full * ring, c.tp - 1, link) : 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
     tp_backward_ns = fwd.tp_comm_ns;
     // FP8 or NVFP4 with SP: the forward all-gathers move the quantized inputs (TE gathers FP8 and
-    // NVFP4 tensors in their quantized form).
+    // NVFP4 tensors in their quantized form; never more than the BF16 tensor, which TE would gather instead).
     if (quantized && g.sequence_parallel()) {
-      const double gathered = full * ring * quantized_bytes(c.precision) / kBf16Bytes;
+      const double gathered = full * ring * std::min(sp_gather_bytes_, static_cast<double>(kBf16Bytes)) / kBf16Bytes;
       fwd.tp_comm_ns = 2 * collective_ns(gathered, c.tp - 1, link) + 2 * collective_ns(full * ring, c.tp - 1, link);
     }
     if (c.tp_comm_overlap && g.sequence_parallel()) {

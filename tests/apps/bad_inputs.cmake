@@ -51,6 +51,8 @@ cli_test(bad_flags_nvfp4_on_hopper 2 ARGS ${sim2_8b} --precision nvfp4
          REGEX "precision=nvfp4 needs FP4 tensor cores \\(Blackwell\\); 'h100-sxm' has peak_fp4_tflops=0")
 cli_test(bad_flags_fp4_recipe_custom 2 ARGS ${sim2_8b} --gpu b200 --fp4-format e2m1 --fp4-recipe custom
          REGEX "--fp4-recipe: custom not in \\{nvfp4\\}")
+cli_test(bad_flags_fp4_and_fp8_format 2 ARGS ${sim2_8b} --gpu b200 --fp4-format e2m1 --fp8-format hybrid
+         REGEX "--fp8-format excludes --fp4-format")
 cli_test(bad_flags_fp4_param_gather_in_bf16 2 ARGS ${sim2_8b} --gpu b200 --fp4-param-gather
          REGEX "fp4_param_gather needs precision=nvfp4, got precision=bf16")
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <toml++/toml.h>
@@ -200,7 +201,7 @@ TEST(Recipes, Nvfp4AndFp8RecipesUseTheirFrameworksNames) {
   EXPECT_NE(r.megatron_bridge.find("mixed_precision=bf16_with_nvfp4_mixed"), std::string::npos) << r.megatron_bridge;
   std::vector<std::string> args = base_args(l);
   args.insert(args.end(), {"--megatron-args", r.megatron_lm});
-  EXPECT_TRUE(parse(args).resolved.config.fp4_param_gather_enabled());
+  EXPECT_EQ(parse(args).resolved.config.fp4_param_gather, std::optional<bool>(true));  // set by the flag, not defaulted
   // Layers kept in BF16 leave as Megatron's flags and come back.
   ParallelConfig kept = l.config;
   kept.first_last_layers_bf16 = true;
@@ -226,6 +227,11 @@ TEST(Recipes, Nvfp4AndFp8RecipesUseTheirFrameworksNames) {
     EXPECT_NE(r.megatron_bridge.find(std::string("mixed_precision=") + name), std::string::npos) << r.megatron_bridge;
     EXPECT_NE(r.megatron_lm.find("--fp8-recipe " + std::string(to_string(recipe)) + " \\\n--fp8-param-gather"), std::string::npos)
         << r.megatron_lm;
+    // Where Bridge's recipe differs from the plan, a note says what to set on it.
+    EXPECT_EQ(r.megatron_bridge.find("keeps the first and last layer in BF16") != std::string::npos, recipe == Fp8Recipe::kTensorwise)
+        << r.megatron_bridge;
+    EXPECT_EQ(r.megatron_bridge.find("sets fp8_param_gather=False") != std::string::npos, recipe == Fp8Recipe::kBlockwise)
+        << r.megatron_bridge;
   }
 }
 

@@ -257,15 +257,15 @@ TEST(AnalyticCost, Nvfp4MovesTheLinearLayersToTheFp4CurveByHand) {
   EXPECT_GT(tf.gemm_ns / nf.gemm_ns, 1.7);
   EXPECT_LT(tf.gemm_ns / nf.gemm_ns, 2.0);
   // Quantization traffic by hand (tp = 1, a dense layer's F): every input quantized on its own at
-  // 1.152x current scaling's 6 bytes ((6.453 - 3.764) / (9.147 - 6.812)); the QKV, FC1 and FC2 inputs
-  // also cost the BF16 write of the norm or activation, which TE does not fuse with NVFP4's Hadamard
-  // quantization.
+  // 1.152x current scaling's 6 bytes ((6.453 - 3.764) / (9.147 - 6.812)), the norm's and activation's
+  // outputs too, as TE does not fuse NVFP4's Hadamard quantization into those kernels (their BF16 writes
+  // are the BF16 layer's own).
   ParallelConfig bf16 = current;
   bf16.precision = Precision::kBf16;
   const sim::PassCost& bf = sim::AnalyticCost(m, gpu, bf16, s.shape).stage(1).f;
   const double tokens = m.seq_length, h = m.hidden_size;
   const double query = static_cast<double>(m.num_attention_heads) * m.kv_channels;
-  const double unfused = 6 * (6.453 - 3.764) / (9.147 - 6.812), fused = 2 + unfused;
+  const double unfused = 6 * (6.453 - 3.764) / (9.147 - 6.812), fused = unfused;
   const double bytes = tokens * (2 * h * fused + query * unfused + m.ffn_hidden_size * fused);
   EXPECT_NEAR(nf.elementwise_ns - bf.elementwise_ns, layers * bytes / (gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency),
               1e-6 * nf.elementwise_ns);
@@ -318,9 +318,35 @@ TEST(AnalyticCost, FirstAndLastLayersKeptInBf16CostAsBf16Layers) {
   ASSERT_EQ(checked.errors.size(), 1u);
   EXPECT_EQ(checked.errors[0].rule, "bf16_layers_need_current_scaling");
   kept.num_layers_at_end_in_bf16 = 21;
+  EXPECT_TRUE(check(kept, m, gpu).ok());  // Megatron's FP4 path takes any count
+  kept.precision = Precision::kFp8;
+  kept.fp8_recipe = Fp8Recipe::kTensorwise;
   checked = check(kept, m, gpu);
   ASSERT_EQ(checked.errors.size(), 1u);
   EXPECT_EQ(checked.errors[0].message, "num_layers_at_end_in_bf16=21 must be between 0 and the layers per pipeline stage, num_layers/pp=20");
+}
+
+// SP all-gathers of quantized inputs: per-tensor FP8 gathers its 1-byte row-wise copy; MXFP8 and NVFP4
+// gather both copies (TE supports_only_rowwise_all_gather), which for MXFP8 is the BF16 tensor's size.
+TEST(AnalyticCost, SequenceParallelGathersMoveWhatTransformerEngineGathers) {
+  const ModelSpec m = model_preset("llama3-70b");
+  const Schedule s = make_schedule("1f1b", {4, 1, 8, 0});
+  const GpuSpec gpu = gpu_preset("gb200");
+  ParallelConfig c = layout(m, 4, 4, 1, 1, 8);
+  const auto tp_comm = [&](Precision p, Fp8Recipe r) {
+    ParallelConfig q = c;
+    q.precision = p;
+    q.fp8_recipe = r;
+    return sim::AnalyticCost(m, gpu, q, s.shape).stage(1).f.tp_comm_ns;
+  };
+  const double bf16 = tp_comm(Precision::kBf16, Fp8Recipe::kDelayed);
+  const double tensorwise = tp_comm(Precision::kFp8, Fp8Recipe::kTensorwise);
+  const double mxfp8 = tp_comm(Precision::kFp8, Fp8Recipe::kMxfp8);
+  const double nvfp4 = tp_comm(Precision::kNvfp4, Fp8Recipe::kDelayed);
+  EXPECT_DOUBLE_EQ(mxfp8, bf16);
+  EXPECT_DOUBLE_EQ(tp_comm(Precision::kFp8, Fp8Recipe::kDelayed), tensorwise);
+  EXPECT_LT(tensorwise, nvfp4);  // 1 byte against 2 x 0.5625
+  EXPECT_LT(nvfp4, bf16);
 }
 
 // Megatron: a param-gather flag needs its own precision ("--fp4-param-gather must be used together with
