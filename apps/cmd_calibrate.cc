@@ -92,7 +92,7 @@ void add_calibrate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--runs", o->runs, "Run table CSV: layout and measured tokens/s/GPU per row (docs/calibration.md)")->required();
   cmd->add_option("--gpu", o->gpu, "GPU preset (pipelab list gpus) or GPU JSON file to start from")->required();
   cmd->add_option("--fit", o->fit,
-                  "Parameters to fit, comma-separated: gemm_scale, fp8_gemm_scale, attention_scale, collective_efficiency, "
+                  "Parameters to fit, comma-separated: gemm_scale, fp8_gemm_scale, fp4_gemm_scale, attention_scale, collective_efficiency, "
                   "kernel_launch_overhead_ns, memory_bandwidth_efficiency (default: those the runs identify)");
   cmd->add_flag("--loo", o->loo, "Also refit without each run and report its leave-one-out error");
   cmd->add_option("--out", o->out, "Write the fitted GPU spec JSON here (for --gpu FILE)");

@@ -30,6 +30,7 @@ ParamBounds calibration_bounds(CalibrationParam param) {
   switch (param) {
     case CalibrationParam::GemmScale:
     case CalibrationParam::Fp8GemmScale:
+    case CalibrationParam::Fp4GemmScale:
     case CalibrationParam::AttentionScale: return {0.25, 4.0};
     case CalibrationParam::CollectiveEfficiency: return {0.3, 1.0};
     case CalibrationParam::KernelLaunchOverheadNs: return {100, 20000};
@@ -64,6 +65,7 @@ double param_value(const GpuSpec& gpu, CalibrationParam param) {
   switch (param) {
     case CalibrationParam::GemmScale:
     case CalibrationParam::Fp8GemmScale:
+    case CalibrationParam::Fp4GemmScale:
     case CalibrationParam::AttentionScale: return 1.0;
     case CalibrationParam::CollectiveEfficiency: return gpu.collective_efficiency;
     case CalibrationParam::KernelLaunchOverheadNs: return gpu.kernel_launch_overhead_ns;
@@ -94,6 +96,7 @@ GpuSpec with_param(GpuSpec gpu, CalibrationParam param, double value) {
   switch (param) {
     case CalibrationParam::GemmScale: for_each_efficiency(gpu.gemm_efficiency_curve, scale); break;
     case CalibrationParam::Fp8GemmScale: for_each_efficiency(gpu.fp8_gemm_efficiency_curve, scale); break;
+    case CalibrationParam::Fp4GemmScale: for_each_efficiency(gpu.fp4_gemm_efficiency_curve, scale); break;
     case CalibrationParam::AttentionScale: for_each_efficiency(gpu.attention_efficiency_curve, scale); break;
     case CalibrationParam::CollectiveEfficiency: gpu.collective_efficiency = value; break;
     case CalibrationParam::KernelLaunchOverheadNs: gpu.kernel_launch_overhead_ns = value; break;
@@ -291,11 +294,20 @@ class Fitter {
 };
 
 // Why the runs cannot identify `param` ("" when they can): it must change some prediction.
-std::string unidentifiable(const Fitter& probe, const GpuSpec& gpu, CalibrationParam param, bool has_fp8,
+// Which GEMM precisions the kept runs use.
+struct RunPrecisions {
+  bool fp8 = false, nvfp4 = false;
+};
+
+std::string unidentifiable(const Fitter& probe, const GpuSpec& gpu, CalibrationParam param, RunPrecisions precisions,
                            const std::vector<double>& before, const std::vector<std::size_t>& all) {
   if (param == CalibrationParam::Fp8GemmScale) {
     if (gpu.fp8_gemm_efficiency_curve.empty()) return "the GPU spec has no fp8_gemm_efficiency_curve";
-    if (!has_fp8) return "no run is FP8";
+    if (!precisions.fp8) return "no run is FP8";
+  }
+  if (param == CalibrationParam::Fp4GemmScale) {
+    if (gpu.fp4_gemm_efficiency_curve.empty()) return "the GPU spec has no fp4_gemm_efficiency_curve";
+    if (!precisions.nvfp4) return "no run is NVFP4";
   }
   if (param == CalibrationParam::AttentionScale && gpu.attention_efficiency_curve.empty()) {
     return "the GPU spec has no attention_efficiency_curve";
@@ -324,7 +336,7 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
   std::vector<double> measured;
   std::vector<const RunRecord*> kept;
   std::vector<double> before;
-  bool has_fp8 = false;
+  RunPrecisions precisions;
   for (const RunRecord& run : runs) {
     try {
       SimulationRequest r = run_request(run, gpu);
@@ -336,7 +348,8 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
                                        std::to_string(o.memory_capacity_bytes >> 20) + " MiB usable"});
         continue;
       }
-      has_fp8 = has_fp8 || r.config.precision == Precision::kFp8;
+      precisions.fp8 = precisions.fp8 || r.config.precision == Precision::kFp8;
+      precisions.nvfp4 = precisions.nvfp4 || r.config.precision == Precision::kNvfp4;
       before.push_back(o.throughput.tokens_per_s_per_gpu);
       requests.push_back(std::move(r));
       measured.push_back(run.tokens_per_s_per_gpu);
@@ -363,7 +376,7 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
   std::vector<CalibrationParam> params;
   if (options.params.empty()) {
     for (const auto& [param, name] : kCalibrationParamNames) {
-      const std::string why = unidentifiable(probe, gpu, param, has_fp8, before, all);
+      const std::string why = unidentifiable(probe, gpu, param, precisions, before, all);
       if (why.empty()) {
         params.push_back(param);
       } else {
@@ -373,7 +386,7 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
     if (params.empty()) throw InputError("no parameter changes a prediction of these runs; nothing to fit");
   } else {
     for (CalibrationParam param : options.params) {
-      const std::string why = unidentifiable(probe, gpu, param, has_fp8, before, all);
+      const std::string why = unidentifiable(probe, gpu, param, precisions, before, all);
       if (!why.empty()) throw InputError("cannot fit " + std::string(calibration_param_name(param)) + ": " + why);
       params.push_back(param);
     }
@@ -396,6 +409,7 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
   const auto round = [](double& efficiency) { efficiency = round_significant(efficiency); };
   for_each_efficiency(after.gemm_efficiency_curve, round);
   for_each_efficiency(after.fp8_gemm_efficiency_curve, round);
+  for_each_efficiency(after.fp4_gemm_efficiency_curve, round);
   for_each_efficiency(after.attention_efficiency_curve, round);
   std::vector<double> predicted = fitter.predict(after, all);
   report.objective_before = fitter.msle(before, all);

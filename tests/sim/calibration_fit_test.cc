@@ -105,6 +105,7 @@ TEST(Calibration, DefaultFitsWhatTheRunsIdentify) {
   for (const sim::FittedParam& p : report.params) EXPECT_NE(p.param, CalibrationParam::Fp8GemmScale);
   ASSERT_FALSE(report.not_fitted.empty());
   EXPECT_EQ(report.not_fitted[0], "fp8_gemm_scale: no run is FP8");
+  EXPECT_EQ(report.not_fitted[1], "fp4_gemm_scale: the GPU spec has no fp4_gemm_efficiency_curve");
   EXPECT_LE(report.evaluations, 20);
   // Asking for it is refused, naming why.
   options.params = {CalibrationParam::Fp8GemmScale};
@@ -133,6 +134,32 @@ TEST(Calibration, AttentionScaleNeedsTheSpecsAttentionCurve) {
   EXPECT_EQ(calibrate_error(runs, base, options), "cannot fit attention_scale: the GPU spec has no attention_efficiency_curve");
 }
 
+// fp4_gemm_scale scales the NVFP4 curve; it is fitted only when some run is NVFP4 on a spec with the
+// curve, and recovered from runs measured with it moved.
+TEST(Calibration, Fp4GemmScaleNeedsNvfp4RunsAndTheCurve) {
+  const GpuSpec b200 = gpu_preset("b200");
+  const GpuSpec halved = sim::with_param(b200, CalibrationParam::Fp4GemmScale, 0.5);
+  for (std::size_t i = 0; i < b200.fp4_gemm_efficiency_curve.size(); ++i) {
+    EXPECT_DOUBLE_EQ(halved.fp4_gemm_efficiency_curve[i].efficiency, 0.5 * b200.fp4_gemm_efficiency_curve[i].efficiency);
+  }
+  std::vector<RunRecord> runs = layouts();
+  runs.resize(2);
+  sim::CalibrationOptions options;
+  options.params = {CalibrationParam::Fp4GemmScale};
+  EXPECT_EQ(calibrate_error(runs, b200, options), "cannot fit fp4_gemm_scale: no run is NVFP4");
+  for (RunRecord& run : runs) run.precision = "nvfp4";
+  GpuSpec no_curve = b200;
+  no_curve.fp4_gemm_efficiency_curve.clear();
+  EXPECT_EQ(calibrate_error(runs, no_curve, options), "cannot fit fp4_gemm_scale: the GPU spec has no fp4_gemm_efficiency_curve");
+  const GpuSpec truth = sim::with_param(b200, CalibrationParam::Fp4GemmScale, 0.8);
+  for (RunRecord& run : runs) {
+    run.tokens_per_s_per_gpu = sim::simulate_config(sim::run_request(run, truth)).throughput.tokens_per_s_per_gpu;
+  }
+  const sim::CalibrationReport report = sim::calibrate(runs, b200, options);
+  ASSERT_EQ(report.params.size(), 1u);
+  EXPECT_NEAR(report.params[0].after, 0.8, 0.01);
+}
+
 TEST(Calibration, UnknownParameterNamesTheValidOnes) {
   EXPECT_EQ(sim::parse_calibration_params("gemm_scale, collective_efficiency"),
             (std::vector<CalibrationParam>{CalibrationParam::GemmScale, CalibrationParam::CollectiveEfficiency}));
@@ -145,10 +172,10 @@ TEST(Calibration, UnknownParameterNamesTheValidOnes) {
     return std::string("no error");
   };
   EXPECT_EQ(error_of("gemm_scale,nvlink_speed"),
-            "calibration parameter='nvlink_speed' must be one of: gemm_scale, fp8_gemm_scale, attention_scale, collective_efficiency, "
+            "calibration parameter='nvlink_speed' must be one of: gemm_scale, fp8_gemm_scale, fp4_gemm_scale, attention_scale, collective_efficiency, "
             "kernel_launch_overhead_ns, memory_bandwidth_efficiency");
   EXPECT_EQ(error_of("gemm_scale,gemm_scale"), "calibration parameter 'gemm_scale' is named twice");
-  EXPECT_EQ(error_of(" , "), "no calibration parameter named; valid: gemm_scale, fp8_gemm_scale, attention_scale, collective_efficiency, "
+  EXPECT_EQ(error_of(" , "), "no calibration parameter named; valid: gemm_scale, fp8_gemm_scale, fp4_gemm_scale, attention_scale, collective_efficiency, "
                              "kernel_launch_overhead_ns, memory_bandwidth_efficiency");
 }
 

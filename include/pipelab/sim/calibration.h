@@ -27,15 +27,17 @@ SimulationRequest run_request(const RunRecord& run, const GpuSpec& gpu);
 enum class CalibrationParam : std::uint8_t {
   GemmScale,                  // multiplies every point of gemm_efficiency_curve (capped at 1)
   Fp8GemmScale,               // the same for fp8_gemm_efficiency_curve
+  Fp4GemmScale,               // the same for fp4_gemm_efficiency_curve
   AttentionScale,             // the same for both figures of attention_efficiency_curve
   CollectiveEfficiency,       // GpuSpec::collective_efficiency
   KernelLaunchOverheadNs,     // GpuSpec::kernel_launch_overhead_ns
   MemoryBandwidthEfficiency,  // GpuSpec::memory_bandwidth_efficiency
 };
 
-inline constexpr std::array<EnumName<CalibrationParam>, 6> kCalibrationParamNames = {{
+inline constexpr std::array<EnumName<CalibrationParam>, 7> kCalibrationParamNames = {{
     {CalibrationParam::GemmScale, "gemm_scale"},
     {CalibrationParam::Fp8GemmScale, "fp8_gemm_scale"},
+    {CalibrationParam::Fp4GemmScale, "fp4_gemm_scale"},
     {CalibrationParam::AttentionScale, "attention_scale"},
     {CalibrationParam::CollectiveEfficiency, "collective_efficiency"},
     {CalibrationParam::KernelLaunchOverheadNs, "kernel_launch_overhead_ns"},
@@ -60,7 +62,8 @@ GpuSpec with_param(GpuSpec gpu, CalibrationParam param, double value);
 
 struct CalibrationOptions {
   /// Parameters to fit; empty = every parameter the runs can identify (one that changes some
-  /// prediction; fp8_gemm_scale only with FP8 rows and an FP8 curve).
+  /// prediction; fp8_gemm_scale only with FP8 rows and an FP8 curve, fp4_gemm_scale only with NVFP4
+  /// rows and an FP4 curve).
   std::vector<CalibrationParam> params;
   bool leave_one_out = false;
   int max_evaluations = 400;  // of the objective (each simulates every run) per fit
