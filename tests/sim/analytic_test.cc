@@ -262,7 +262,8 @@ TEST(AnalyticCost, Nvfp4MovesTheLinearLayersToTheFp4CurveByHand) {
   // are the BF16 layer's own).
   ParallelConfig bf16 = current;
   bf16.precision = Precision::kBf16;
-  const sim::PassCost& bf = sim::AnalyticCost(m, gpu, bf16, s.shape).stage(1).f;
+  const sim::AnalyticCost b(m, gpu, bf16, s.shape);
+  const sim::PassCost& bf = b.stage(1).f;
   const double tokens = m.seq_length, h = m.hidden_size;
   const double query = static_cast<double>(m.num_attention_heads) * m.kv_channels;
   const double unfused = 6 * (6.453 - 3.764) / (9.147 - 6.812), fused = unfused;
