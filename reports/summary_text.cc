@@ -2,7 +2,9 @@
 // table model, so the terminal and the reports decide "best" and "out of memory" the same way.
 #include <algorithm>
 #include <cstdio>
+#include <cstdint>
 #include <string>
+#include <utility>
 
 #include "format.h"
 #include "pipelab/reports/render.h"
@@ -51,7 +53,7 @@ std::string capacity_line(const ReportInput& in, std::int64_t usable) {
 }
 
 // "bubble 12.30% = pipeline 8.10% + imbalance 2.20% + PP comm 0.00% + DP comm 2.00%; in compute:
-// TP 1.234 ms, EP 0.500 ms" (other idle, EP, CP and FSDP only when not zero).
+// TP 1.234 ms, EP 0.500 ms" (other idle and each communication in compute only when not zero).
 std::string idle_breakdown(const Summary& m) {
   const double span = static_cast<double>(m.makespan_ns);
   auto pct = [](double ratio) { return fixed(ratio * 100, 2) + "%"; };
@@ -60,10 +62,12 @@ std::string idle_breakdown(const Summary& m) {
                     pct(m.stage_imbalance) + " + PP comm " + share(m.exposed_pp_comm_ns) + " + DP comm " + share(m.exposed_dp_comm_ns);
   if (m.other_idle_ns > 0) out += " + other " + share(m.other_idle_ns);
   out += " (zero-bubble paper's rate " + pct(m.span_bubble_rate) + ")";
-  out += "; in compute: TP " + ms(m.exposed_tp_comm_ns);
-  if (m.exposed_ep_comm_ns > 0) out += ", EP " + ms(m.exposed_ep_comm_ns);
-  if (m.exposed_cp_comm_ns > 0) out += ", CP " + ms(m.exposed_cp_comm_ns);
-  if (m.exposed_fsdp_comm_ns > 0) out += ", FSDP " + ms(m.exposed_fsdp_comm_ns);
+  std::string in_compute;
+  for (const auto& [name, ns] : {std::pair<const char*, std::int64_t>{"TP", m.exposed_tp_comm_ns}, {"EP", m.exposed_ep_comm_ns},
+                                 {"CP", m.exposed_cp_comm_ns}, {"FSDP", m.exposed_fsdp_comm_ns}}) {
+    if (ns > 0) in_compute += (in_compute.empty() ? "" : ", ") + std::string(name) + " " + ms(ns);
+  }
+  if (!in_compute.empty()) out += "; in compute: " + in_compute;
   if (m.optimizer_step_ns > 0) out += "; then the optimizer step " + ms(m.optimizer_step_ns);
   return out;
 }

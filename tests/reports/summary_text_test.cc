@@ -59,5 +59,17 @@ TEST(SummaryText, PhasesPerRank) {
   EXPECT_THAT(render_summary_text({sim}), HasSubstr("#   1f1b               attention & dense 9.000 ms, dispatch 6.000 ms (exposed 6.000 ms)\n"));
 }
 
+// Communication inside compute is listed only where some was exposed: none, no "in compute" clause.
+TEST(SummaryText, CommunicationInComputeOnlyWhenNotZero) {
+  ReportInput sim = testing::fixture("simulate_1f1b_2r_3mb.json");
+  Summary& s = sim.schedules[0].runs[0].summary;
+  s.exposed_tp_comm_ns = s.exposed_ep_comm_ns = s.exposed_cp_comm_ns = s.exposed_fsdp_comm_ns = 0;
+  EXPECT_THAT(render_summary_text({sim}), Not(HasSubstr("in compute:")));
+  s.exposed_ep_comm_ns = 2'000'000;
+  EXPECT_THAT(render_summary_text({sim}), HasSubstr("; in compute: EP 2.000 ms"));
+  s.exposed_tp_comm_ns = 1'000'000;
+  EXPECT_THAT(render_summary_text({sim}), HasSubstr("; in compute: TP 1.000 ms, EP 2.000 ms"));
+}
+
 }  // namespace
 }  // namespace pipelab::reports
