@@ -40,7 +40,8 @@ void print_table(const std::vector<RunRecord>& runs, const GpuSpec& gpu) {
       std::printf("%-52s %10.0f %10.0f %+8.1f %9.1f  %s\n", run.label().c_str(), run.tokens_per_s_per_gpu, predicted,
                   100 * error, peak, o.oom ? "OOM" : "yes");
       errors.push_back(std::abs(error));
-      (run.precision.starts_with("fp8") ? fp8_errors : run.precision == "nvfp4" ? nvfp4_errors : bf16_errors).push_back(std::abs(error));
+      const Precision p = run.gemm_precision();
+      (p == Precision::kFp8 ? fp8_errors : p == Precision::kNvfp4 ? nvfp4_errors : bf16_errors).push_back(std::abs(error));
     } catch (const Error& e) {
       std::printf("%-52s %10.0f  refused: %s\n", run.label().c_str(), run.tokens_per_s_per_gpu, e.what());
     }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 
 #include <pipelab/base/csv_table.h>
@@ -21,6 +22,15 @@ std::string RunRecord::label() const {
 std::string RunRecord::schedule() const { return vp > 1 ? "interleaved-1f1b" : "1f1b"; }
 
 namespace {
+
+// The GEMM precision of a published precision cell: "bf16"; "fp8" with any recipe suffix ("fp8-cs",
+// "fp8-mx", "fp8?"); "nvfp4". None for anything else.
+std::optional<Precision> published_precision(std::string_view text) {
+  if (text == "bf16") return Precision::kBf16;
+  if (text.starts_with("fp8")) return Precision::kFp8;
+  if (text == "nvfp4") return Precision::kNvfp4;
+  return std::nullopt;
+}
 
 // Errors from a record's settings or rules name the record.
 template <class Fn>
@@ -44,6 +54,12 @@ ModelSpec RunRecord::model_spec(const ModelSpec& preset) const {
   });
 }
 
+Precision RunRecord::gemm_precision() const {
+  const std::optional<Precision> p = published_precision(precision);
+  if (!p) throw InputError("line " + std::to_string(line) + ": precision '" + precision + "' is not bf16, fp8[-recipe] or nvfp4");
+  return *p;
+}
+
 ParallelConfig RunRecord::config(const ModelSpec& model) const {
   ParallelConfig c;
   c.tp = tp;
@@ -55,8 +71,7 @@ ParallelConfig RunRecord::config(const ModelSpec& model) const {
   c.mbs = mbs;
   c.gbs = gbs;
   c.seq_length = seq;
-  // "fp8-cs", "fp8-ds", "fp8?" all run the GEMMs in FP8 (the recipe detail is in settings).
-  c.precision = precision.starts_with("fp8") ? Precision::kFp8 : precision == "nvfp4" ? Precision::kNvfp4 : Precision::kBf16;
+  c.precision = gemm_precision();
   if (fsdp) {
     c.fsdp = Fsdp::kMegatron;
     c.data_parallel_sharding_strategy = Sharding::kOptimGradsParams;
@@ -86,9 +101,7 @@ std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::s
     r.model = row.text("model");
     if (r.model.empty()) row.fail("model", "is empty");
     r.precision = row.text("precision");
-    if (r.precision != "bf16" && r.precision != "nvfp4" && !r.precision.starts_with("fp8")) {
-      row.fail("precision", "must be bf16, fp8[-recipe] or nvfp4, got '" + r.precision + "'");
-    }
+    if (!published_precision(r.precision)) row.fail("precision", "must be bf16, fp8[-recipe] or nvfp4, got '" + r.precision + "'");
     r.gpus = positive("gpus", CsvRow::kRequired);
     r.gbs = positive("gbs", CsvRow::kRequired);
     r.mbs = positive("mbs", CsvRow::kRequired);

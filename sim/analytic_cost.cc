@@ -75,7 +75,6 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
   const LayerGeometry& g = *geometry_;
   const ParallelConfig& cfg = g.config();
   // Decoder GEMMs run at the configured precision; attention core, router, LM head stay BF16.
-  quantized_ = cfg.precision != Precision::kBf16;
   // Tensor-core work runs at the clock the GPU holds at its power limit, below the short runs the
   // efficiency curves were measured in (GpuSpec::sustained_compute_ratio).
   const double sustained = gpu.sustained_compute_ratio;
@@ -103,14 +102,13 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
   const bool rowwise_gather = cfg.precision == Precision::kFp8 && (cfg.fp8_recipe == Fp8Recipe::kDelayed || cfg.fp8_recipe == Fp8Recipe::kTensorwise);
   sp_gather_bytes_ = quantized_bytes(cfg.precision) * (rowwise_gather ? 1 : 2);
   // A decoder layer's cost depends on the layer only through its kind (MoE or dense, windowed
-  // attention or not, kept in BF16 by first_last_layers_bf16 or not) and whether it is fully
-  // recomputed: each kind is costed once.
+  // attention or not, its linear layers quantized or not) and whether it is fully recomputed: each
+  // kind is costed once.
   std::array<std::optional<StageCost>, 16> kinds;
   const auto layer_cost = [&](int l, bool full) -> const StageCost& {
     const ModelSpec& m = g.model();
-    const bool bf16_kept = quantized_ && cfg.layer_precision(l, m.num_layers) == Precision::kBf16;
     std::optional<StageCost>& kind =
-        kinds[(bf16_kept ? 8 : 0) + (m.is_moe_layer(l) ? 4 : 0) + (m.is_window_attention_layer(l) ? 2 : 0) + (full ? 1 : 0)];
+        kinds[(quantized_layer(l) ? 8 : 0) + (m.is_moe_layer(l) ? 4 : 0) + (m.is_window_attention_layer(l) ? 2 : 0) + (full ? 1 : 0)];
     if (!kind) kind = StageCost{layer_pass(l, Pass::F, full), layer_pass(l, Pass::I, full), layer_pass(l, Pass::W, full)};
     return *kind;
   };
@@ -193,6 +191,11 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
   return {forward_flops / (peak_flops_per_ns_ * e.forward), kAttentionBackwardWork * forward_flops / (peak_flops_per_ns_ * e.backward)};
 }
 
+// The run's precision, unless it is BF16 or first_last_layers_bf16 keeps this layer BF16.
+bool AnalyticCost::quantized_layer(int layer) const {
+  return geometry_->config().layer_precision(layer, geometry_->model().num_layers) != Precision::kBf16;
+}
+
 double AnalyticCost::linear_ns(double flops, double calls, bool quantized) const {
   if (!quantized) return gemm_ns(flops, calls);
   if (flops <= 0) return 0;
@@ -242,8 +245,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const LayerWidths& w = g.widths(layer);
   const double h = w.hidden;
   const bool moe = m.is_moe_layer(layer);
-  // The linear layers run at the configured precision unless first_last_layers_bf16 keeps this one BF16.
-  const bool quantized = quantized_ && c.layer_precision(layer, m.num_layers) != Precision::kBf16;
+  const bool quantized = quantized_layer(layer);
 
   // GEMM calls, for the efficiency curve: QKV and out-proj one each; the MLP two (up [+gate], down),
   // or two per local expert when MoE.

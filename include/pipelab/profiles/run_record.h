@@ -19,7 +19,7 @@ struct RunRecord {
   int line = 0;              // in the file, for messages
   std::string release;       // software release, e.g. "25.09" ("" when not given)
   std::string model;         // preset name or alias
-  std::string precision;     // as published: "bf16", "fp8", "fp8-cs", "fp8?" (FP8 presumed)
+  std::string precision;     // as published: "bf16", "fp8", "fp8-cs", "fp8?" (FP8 presumed), "nvfp4"
   int gpus = 0, gbs = 0, mbs = 0, seq = 0;
   int tp = 1, pp = 1, cp = 1, vp = 1, ep = 1;
   bool fsdp = false;         // Megatron-FSDP instead of the distributed optimizer
@@ -35,6 +35,9 @@ struct RunRecord {
   std::string schedule() const;
   /// The model with the record's model.* settings applied.
   ModelSpec model_spec(const ModelSpec& preset) const;
+  /// The GEMM precision the published one names: any "fp8..." runs in FP8 (the recipe detail is in
+  /// settings). Parsed records always have one.
+  Precision gemm_precision() const;
   /// The resolved parallel configuration (ConfigError naming the record's line on a broken rule).
   ParallelConfig config(const ModelSpec& model) const;
 };

@@ -116,6 +116,8 @@ class AnalyticCost final : public CostModel {
   AttentionNs attention_ns(int layer, double forward_flops) const;
   /// A BF16 GEMM (router, LM head).
   double gemm_ns(double flops, double calls) const;
+  /// Whether decoder layer `layer`'s linear layers run in FP8 or NVFP4 (Transformer Engine).
+  bool quantized_layer(int layer) const;
   /// A linear layer's GEMM: FP8 or NVFP4 (the run's precision: its curve and peak) when `quantized`,
   /// else gemm_ns.
   double linear_ns(double flops, double calls, bool quantized) const;
@@ -143,7 +145,6 @@ class AnalyticCost final : public CostModel {
   std::vector<std::int64_t> stage_param_elems_;  // parameters per GPU of each stage
   std::int64_t boundary_bytes_ = 0;
   double peak_flops_per_ns_ = 0;  // BF16, x the sustained compute ratio
-  bool quantized_ = false;            // linear layers in FP8 or NVFP4 (Transformer Engine)
   double linear_flops_per_ns_ = 0;    // their peak, x the block-scaled FP8 GEMMs' factor (blockwise, mxfp8) and the sustained ratio
   double quantize_bytes_ = 0;         // HBM bytes per element of an unfused quantization
   double quantize_fused_bytes_ = 0;   // the same fused into the norm or activation before it
