@@ -304,9 +304,18 @@ class Engine {
     peak = std::max(peak, st.held_bytes);
   }
   const StageActivation& act(int stage) const { return options_.activations[static_cast<std::size_t>(stage)]; }
+  // An F&B unit run layer by layer (SimOptions::overlap_frees_by_layer): what it holds beyond its
+  // start while it runs; its end settles to forward minus backward.
+  std::int64_t layered_overlap_bytes(const Action& a) const {
+    return std::max<std::int64_t>(0, act(a.stage).bytes - act(a.b_stage).bytes) + act(a.stage).largest_layer;
+  }
   void allocate(int r, const Action& a) {
     if (options_.activations.empty()) return;
-    if (a.op == Op::F || a.op == Op::OverlapFB) change_memory(r, act(a.stage).bytes);
+    if (a.op == Op::OverlapFB && options_.overlap_frees_by_layer) {
+      change_memory(r, layered_overlap_bytes(a));
+    } else if (a.op == Op::F || a.op == Op::OverlapFB) {
+      change_memory(r, act(a.stage).bytes);
+    }
   }
   void release(int r, const Action& a) {
     if (options_.activations.empty()) return;
@@ -316,7 +325,11 @@ class Engine {
       case Op::W:
         change_memory(r, -(act(a.stage).bytes - act(a.stage).freed_by_input_grad + act(a.stage).allocated_by_input_grad));
         break;
-      case Op::OverlapFB: change_memory(r, -act(a.b_stage).bytes); break;
+      case Op::OverlapFB: {
+        const std::int64_t held = options_.overlap_frees_by_layer ? layered_overlap_bytes(a) : act(a.stage).bytes;
+        change_memory(r, act(a.stage).bytes - held - act(a.b_stage).bytes);
+        break;
+      }
       default: break;
     }
   }

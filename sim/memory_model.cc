@@ -41,11 +41,13 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
         if (keeps_group_input(i)) {
           act.bytes += static_cast<std::int64_t>(g.hidden_state_bytes());
           act.freed_by_input_grad += static_cast<std::int64_t>(g.hidden_state_bytes());
+          act.largest_layer = std::max(act.largest_layer, static_cast<std::int64_t>(g.hidden_state_bytes()));
         }
         act.allocated_by_input_grad += layer.stash;
       } else {
         act.bytes += layer.stored;
         act.freed_by_input_grad += layer.stored - layer.stash;
+        act.largest_layer = std::max(act.largest_layer, layer.stored);
       }
     }
     if (range.has_loss || range.mtp_layers > 0) {

@@ -122,6 +122,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   options.record_timeline = !req.ranking_only;
   if (memory) {
     options.activations = memory->stage_activations();
+    options.overlap_frees_by_layer = merges_forward_backward(info.name, config, vp);
     // Megatron steps every rank after a global sync (the gradient norm for clipping): the rank with
     // the most parameters to update sets the step.
     for (int r = 0; r < shape.ranks; ++r) out.optimizer_step_ns = std::max(out.optimizer_step_ns, cost->optimizer_step_ns(memory->optimizer_params(r)));

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -105,6 +106,27 @@ TEST(Engine, MergedInterleavedUnitsNeverLengthenTheIteration) {
     EXPECT_EQ(makespan(merged, 3000), makespan(compute, 3000)) << pp << " " << vp << " " << m;
     EXPECT_LT(makespan(merged, 2000), makespan(compute, 3000)) << pp << " " << vp << " " << m;
   }
+}
+
+// Megatron's merged 1F1B at PP = 1: F0, (F1 & B0), (F2 & B1), ..., B3. A unit run layer by layer
+// holds the backward's microbatch plus the forward's largest layer (the backward's layer is freed
+// after its phase); one held whole holds both microbatches (DualPipe's accounting).
+TEST(Engine, MergedUnitsFreeTheBackwardLayerByLayer) {
+  const Schedule merged = add_send_recv(overlap_forward_backward(make_schedule("1f1b", {1, 0, 4, 0})));
+  sim::UniformTimes t;
+  t.f_ns = 100;
+  t.i_ns = 200;
+  t.fb_ns = 250;
+  sim::SimOptions options;
+  options.activations = {sim::StageActivation{.bytes = 10, .freed_by_input_grad = 8, .allocated_by_input_grad = 0, .largest_layer = 3}};
+  auto peak_and_end = [&](bool by_layer) {
+    options.overlap_frees_by_layer = by_layer;
+    const sim::SimResult r = sim::simulate(merged, sim::UniformCost(t), options);
+    return std::pair{r.peak_activation_bytes[0], r.memory[0].back().bytes};
+  };
+  using PeakAndEnd = std::pair<std::int64_t, std::int64_t>;
+  EXPECT_EQ(peak_and_end(true), PeakAndEnd(13, 0));
+  EXPECT_EQ(peak_and_end(false), PeakAndEnd(20, 0));
 }
 
 TEST(Engine, IsDeterministic) {

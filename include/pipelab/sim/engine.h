@@ -25,6 +25,7 @@ struct StageActivation {
   std::int64_t bytes = 0;
   std::int64_t freed_by_input_grad = 0;
   std::int64_t allocated_by_input_grad = 0;
+  std::int64_t largest_layer = 0;  // the most one of the stage's layers keeps (SimOptions::overlap_frees_by_layer)
 };
 
 struct MemorySample {
@@ -42,6 +43,12 @@ enum class OptimizerStep : std::uint8_t { Sync, Overlap };
 struct SimOptions {
   /// Per stage; empty = no activation tracking.
   std::vector<StageActivation> activations;
+  /// How an F&B unit holds memory. False: the forward's activations are all allocated before the
+  /// backward's are freed (DualPipe's count, PP + 1 chunks). True: the two run layer by layer in
+  /// opposite directions and each backward layer is freed after its phase, so the unit holds at most
+  /// what it ends with plus one forward layer (Megatron's merged 1F1B: schedule_chunk_1f1b in
+  /// megatron/core/models/common/model_chunk_schedule_plan.py, pop_layer then release_state).
+  bool overlap_frees_by_layer = false;
   /// Consecutive iterations (repeat_iterations): per rank, the list positions where iterations
   /// 1, 2, ... start, at which the optimizer step happens. Empty: one iteration.
   std::vector<std::vector<std::size_t>> iteration_starts;
