@@ -41,12 +41,14 @@ constexpr double kQuantizeCurrentBytes = 6;
 constexpr double kQuantizeNvfp4Bytes = kQuantizeCurrentBytes * (6.453 - 3.764) / (9.147 - 6.812);
 // Extra kernels per layer per pass for the unfused quantizations and amax updates.
 constexpr double kFp8KernelsPerLayerPass = 4;
-// TP communication overlap (TE userbuffers, --tp-comm-overlap): each SP all-gather or reduce-scatter
-// is split into 4 chunks pipelined with its GEMM, and the kernels hold 16 SMs while they run
-// (Megatron-Bridge performance guide: num_splits 4, "a 1x ReduceScatter chunk remains exposed",
-// "The default SM allocation for communication is 16").
-constexpr double kTpOverlapSplits = 4;
-constexpr double kTpOverlapSms = 16;
+// TP communication overlap (TE userbuffers, --tp-comm-overlap), as TE's initialize_ub sets it up
+// (transformer_engine/pytorch/module/base.py): the "pipeline" reduce-scatters run in 4 chunks on 16
+// SMs the GEMM leaves them (set_sm_margin); the "bulk" collectives of the backward run beside an
+// independent GEMM on a few SMs it does not leave (Megatron-Bridge's userbuffers_* configs give them
+// 2-24 with set_sm_margin=False; TE's default count is 16).
+constexpr int kTpOverlapPipelineSplits = 4;
+constexpr double kTpOverlapPipelineSms = 16;
+constexpr double kTpOverlapBulkSms = 16;
 // Block-scaled (1x128 / 128x128) GEMMs against per-tensor ones: TE gemm_profiling.rst, H200, 5B-model
 // shapes, autocast: 20.285 ms (current scaling) / 22.882 ms (blockwise) per layer.
 constexpr double kBlockwiseGemmFactor = 20.285 / 22.882;
@@ -203,14 +205,23 @@ double AnalyticCost::linear_ns(double flops, double calls, bool quantized) const
   return flops / (linear_flops_per_ns_ * gpu_.gemm_efficiency(per_call, geometry_->config().precision));
 }
 
-double AnalyticCost::tp_overlap_exposed_ns(double comm_ns, double gemm_ns) const {
-  if (gemm_ns <= 0) return comm_ns;
-  // The first chunk's transfer (AG) or the last one's (RS) stays exposed; the other chunks run beside
-  // the GEMM's chunks, which the communication kernels' SMs slow while they run.
-  const double share = gpu_.sm_count > 0 ? kTpOverlapSms / gpu_.sm_count : 0;
-  const double chunk = comm_ns / kTpOverlapSplits, rest = comm_ns - chunk;
-  const double overlapped = std::max(rest, gemm_ns + share * rest);
-  return chunk + overlapped - gemm_ns;
+double AnalyticCost::split_overlap_exposed_ns(double flops, bool quantized, int chunks, double transfer_ns,
+                                              double tail_ns, double math_share) const {
+  // TE comm_gemm_overlap.cpp (split_overlap_ag, split_overlap_rs): the GEMM runs as `chunks` GEMMs
+  // of 1/chunks the rows each, on `math_share` of the SMs; each chunk's transfer runs beside the next
+  // chunk's GEMM, and what follows the last one (the reduce of a ring-exchange reduce-scatter, the
+  // last chunk of a pipelined one) is exposed. Each extra GEMM launch is charged too.
+  const double whole = linear_ns(flops, 1, quantized);
+  const double chunk = linear_ns(flops, chunks, quantized) / chunks / math_share;
+  const double wall = chunk + (chunks - 1) * (std::max(chunk, transfer_ns) + gpu_.kernel_launch_overhead_ns) + tail_ns;
+  return wall - whole;
+}
+
+double AnalyticCost::bulk_overlap_exposed_ns(double gemm_ns, double comm_ns) const {
+  // TE CommOverlapBase::bulk_overlap: the whole collective beside the GEMM, which the communication
+  // kernels' SMs slow while they run.
+  const double share = gpu_.sm_count > 0 ? kTpOverlapBulkSms / gpu_.sm_count : 0;
+  return std::max(comm_ns, gemm_ns + share * comm_ns) - gemm_ns;
 }
 
 std::int64_t AnalyticCost::optimizer_step_ns(double params) const {
@@ -297,26 +308,49 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     const double full = tokens * h * kBf16Bytes;
     const Link link = layout_.group_link(1, c.tp);
     const double ring = static_cast<double>(c.tp - 1) / c.tp;
-    fwd.tp_comm_ns = g.sequence_parallel() ? 4 * collective_ns(full * ring, c.tp - 1, link) : 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
-    tp_backward_ns = fwd.tp_comm_ns;
-    // FP8 or NVFP4 with SP: the forward all-gathers move the quantized inputs (TE gathers FP8 and
-    // NVFP4 tensors in their quantized form; never more than the BF16 tensor, which TE would gather instead).
-    if (quantized && g.sequence_parallel()) {
-      const double gathered = full * ring * std::min(sp_gather_bytes_, static_cast<double>(kBf16Bytes)) / kBf16Bytes;
-      fwd.tp_comm_ns = 2 * collective_ns(gathered, c.tp - 1, link) + 2 * collective_ns(full * ring, c.tp - 1, link);
-    }
-    if (c.tp_comm_overlap && g.sequence_parallel()) {
-      // Each collective is paired with its GEMM (AG->QKV, out-proj->RS, AG->FC1, FC2->RS); in I the
-      // same pairs run in reverse with the dgrad GEMMs of the same sizes.
-      const double fc1_share = w.mlp_up / (w.mlp_up + w.mlp);
-      const double gemms[4] = {qkv_ns, out_ns, moe ? 0.0 : mlp_ns * fc1_share, moe ? 0.0 : mlp_ns * (1 - fc1_share)};
-      auto exposed = [&](double total_comm) {
-        double ns = 0;
-        for (double gemm : gemms) ns += tp_overlap_exposed_ns(total_comm / 4, gemm);
-        return ns;
-      };
-      fwd.tp_comm_ns = exposed(fwd.tp_comm_ns);
-      tp_backward_ns = exposed(tp_backward_ns);
+    if (!g.sequence_parallel()) {
+      fwd.tp_comm_ns = 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
+      tp_backward_ns = fwd.tp_comm_ns;
+    } else {
+      const double scatter_ns = collective_ns(full * ring, c.tp - 1, link);
+      // FP8 or NVFP4: the all-gathers move the quantized inputs (TE gathers FP8 and NVFP4 tensors in
+      // their quantized form; never more than the BF16 tensor, which TE would gather instead).
+      const double gather_ns =
+          quantized ? collective_ns(full * ring * std::min(sp_gather_bytes_, static_cast<double>(kBf16Bytes)) / kBf16Bytes, c.tp - 1, link)
+                    : scatter_ns;
+      if (!c.tp_comm_overlap) {
+        fwd.tp_comm_ns = 2 * gather_ns + 2 * scatter_ns;
+        tp_backward_ns = 4 * scatter_ns;
+      } else {
+        // Userbuffers, per GEMM as TE's defaults and Megatron-Bridge's configs place them. Ring
+        // exchange: tp chunk GEMMs, each beside a p2p copy of the next chunk on the copy engines (no
+        // SMs); the first chunk is local. Quantized layers ring-exchange the out-proj and FC2
+        // reduce-scatters too, with a 1-SM margin and a reduce of the tp partial chunks after
+        // (Bridge's userbuffers_fp8_* configs); BF16 layers pipeline them (TE's default).
+        // The share of the SMs a GEMM runs on beside kernels holding `held` of them (0 SMs: unknown, all).
+        const auto math_share = [&](double held) { return gpu_.sm_count > held ? 1 - held / gpu_.sm_count : 1.0; };
+        const double fc1 = moe ? 0 : lf.mlp * w.mlp_up / (w.mlp_up + w.mlp), fc2 = moe ? 0 : lf.mlp - fc1;
+        const double partials_ns = memory_ns(full * (c.tp + 1) / c.tp);
+        const auto ring_gather = [&](double flops) {
+          return split_overlap_exposed_ns(flops, quantized, c.tp, gather_ns / (c.tp - 1), 0, 1);
+        };
+        const auto reduce_scatter = [&](double flops) {
+          if (quantized) return split_overlap_exposed_ns(flops, quantized, c.tp, scatter_ns / (c.tp - 1), partials_ns, math_share(1));
+          const double chunk_ns = scatter_ns / kTpOverlapPipelineSplits;
+          return split_overlap_exposed_ns(flops, quantized, kTpOverlapPipelineSplits, chunk_ns, chunk_ns, math_share(kTpOverlapPipelineSms));
+        };
+        // F: AG -> QKV, out-proj -> RS, AG -> FC1, FC2 -> RS. A MoE layer's MLP-side collectives
+        // belong to its dispatcher and are not paired.
+        fwd.tp_comm_ns = ring_gather(lf.qkv) + reduce_scatter(lf.attn_out) +
+                         (moe ? gather_ns + scatter_ns : ring_gather(fc1) + reduce_scatter(fc2));
+        // I: out-proj's and FC2's output gradients gathered by ring exchange into their dgrad GEMMs;
+        // QKV's and FC1's inputs re-gathered for their wgrad beside their dgrad GEMMs, and their input
+        // gradients reduce-scattered beside their wgrad GEMMs (same sizes as the forward's), in bulk.
+        const double fc1_ns = linear_ns(fc1, 1, quantized);
+        tp_backward_ns = ring_gather(lf.attn_out) + bulk_overlap_exposed_ns(qkv_ns, gather_ns) + bulk_overlap_exposed_ns(qkv_ns, scatter_ns) +
+                         (moe ? 2 * scatter_ns
+                              : ring_gather(fc2) + bulk_overlap_exposed_ns(fc1_ns, gather_ns) + bulk_overlap_exposed_ns(fc1_ns, scatter_ns));
+      }
     }
   }
   // EP: the token dispatch and the combine, each with its expert-TP gather or scatter.

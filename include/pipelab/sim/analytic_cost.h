@@ -122,9 +122,13 @@ class AnalyticCost final : public CostModel {
   /// else gemm_ns.
   double linear_ns(double flops, double calls, bool quantized) const;
   double memory_ns(double bytes) const;
-  /// TP communication overlap: what of a collective of `comm_ns` its paired GEMM of `gemm_ns` leaves
-  /// exposed (its first or last chunk, and what outlasts the GEMM slowed by the comm kernels' SMs).
-  double tp_overlap_exposed_ns(double comm_ns, double gemm_ns) const;
+  /// TP communication overlap (TE userbuffers), what a collective paired with a linear layer's GEMM of
+  /// `flops` adds to the GEMM alone: split into `chunks` chunk GEMMs on `math_share` of the SMs, with a
+  /// transfer of `transfer_ns` beside each chunk after the first and `tail_ns` exposed at the end.
+  double split_overlap_exposed_ns(double flops, bool quantized, int chunks, double transfer_ns, double tail_ns,
+                                  double math_share) const;
+  /// ... or run whole beside an independent GEMM of `gemm_ns` (bulk overlap).
+  double bulk_overlap_exposed_ns(double gemm_ns, double comm_ns) const;
   double collective_ns(double bytes_on_wire, int steps, const Link& link) const;
 
   // Per stage, what duration_ns / flops / overlap_ns need, so the engine's hot path only looks up.
