@@ -308,9 +308,19 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     const double full = tokens * h * kBf16Bytes;
     const Link link = layout_.group_link(1, c.tp);
     const double ring = static_cast<double>(c.tp - 1) / c.tp;
+    // The column-parallel GEMMs (QKV, dense FC1) and their sizes; a MoE layer's MLP-side collectives
+    // belong to its dispatcher and pair with nothing.
+    const double fc1 = moe ? 0 : lf.mlp * w.mlp_up / (w.mlp_up + w.mlp), fc2 = moe ? 0 : lf.mlp - fc1;
+    const double fc1_ns = linear_ns(fc1, 1, quantized);
+    // Without userbuffers TE overlaps only in the backward, with NCCL on a side stream: the
+    // column-parallel layers' input re-gather (SP) beside their dgrad GEMM and their input gradient's
+    // reduce-scatter (all-reduce without SP) beside their wgrad GEMM (TE linear.py, layernorm_linear.py,
+    // layernorm_mlp.py backward: async_op=True); the row-parallel layers' output-gradient gathers
+    // (grad_output_preprocess) are synchronous. The NCCL kernels' SMs are taken as the bulk overlap's.
     if (!g.sequence_parallel()) {
-      fwd.tp_comm_ns = 2 * collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
-      tp_backward_ns = fwd.tp_comm_ns;
+      const double all_reduce_ns = collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
+      fwd.tp_comm_ns = 2 * all_reduce_ns;
+      tp_backward_ns = bulk_overlap_exposed_ns(qkv_ns, all_reduce_ns) + (moe ? all_reduce_ns : bulk_overlap_exposed_ns(fc1_ns, all_reduce_ns));
     } else {
       const double scatter_ns = collective_ns(full * ring, c.tp - 1, link);
       // FP8 or NVFP4: the all-gathers move the quantized inputs (TE gathers FP8 and NVFP4 tensors in
@@ -318,9 +328,14 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       const double gather_ns =
           quantized ? collective_ns(full * ring * std::min(sp_gather_bytes_, static_cast<double>(kBf16Bytes)) / kBf16Bytes, c.tp - 1, link)
                     : scatter_ns;
+      // I, the column-parallel side: each layer's input re-gathered beside its dgrad GEMM and its input
+      // gradient reduce-scattered beside its wgrad GEMM (the same size) -- NCCL's async collectives, or
+      // userbuffers' bulk overlap.
+      const double column_backward_ns = bulk_overlap_exposed_ns(qkv_ns, gather_ns) + bulk_overlap_exposed_ns(qkv_ns, scatter_ns) +
+                                        (moe ? gather_ns + scatter_ns : bulk_overlap_exposed_ns(fc1_ns, gather_ns) + bulk_overlap_exposed_ns(fc1_ns, scatter_ns));
       if (!c.tp_comm_overlap) {
         fwd.tp_comm_ns = 2 * gather_ns + 2 * scatter_ns;
-        tp_backward_ns = 4 * scatter_ns;
+        tp_backward_ns = (moe ? 1 : 2) * gather_ns + column_backward_ns;
       } else {
         // Userbuffers, per GEMM as TE's defaults and Megatron-Bridge's configs place them. Ring
         // exchange: tp chunk GEMMs, each beside a p2p copy of the next chunk on the copy engines (no
@@ -329,7 +344,6 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
         // (Bridge's userbuffers_fp8_* configs); BF16 layers pipeline them (TE's default).
         // The share of the SMs a GEMM runs on beside kernels holding `held` of them (0 SMs: unknown, all).
         const auto math_share = [&](double held) { return gpu_.sm_count > held ? 1 - held / gpu_.sm_count : 1.0; };
-        const double fc1 = moe ? 0 : lf.mlp * w.mlp_up / (w.mlp_up + w.mlp), fc2 = moe ? 0 : lf.mlp - fc1;
         const double partials_ns = memory_ns(full * (c.tp + 1) / c.tp);
         const auto ring_gather = [&](double flops) {
           return split_overlap_exposed_ns(flops, quantized, c.tp, gather_ns / (c.tp - 1), 0, 1);
@@ -339,17 +353,11 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
           const double chunk_ns = scatter_ns / kTpOverlapPipelineSplits;
           return split_overlap_exposed_ns(flops, quantized, kTpOverlapPipelineSplits, chunk_ns, chunk_ns, math_share(kTpOverlapPipelineSms));
         };
-        // F: AG -> QKV, out-proj -> RS, AG -> FC1, FC2 -> RS. A MoE layer's MLP-side collectives
-        // belong to its dispatcher and are not paired.
+        // F: AG -> QKV, out-proj -> RS, AG -> FC1, FC2 -> RS.
         fwd.tp_comm_ns = ring_gather(lf.qkv) + reduce_scatter(lf.attn_out) +
                          (moe ? gather_ns + scatter_ns : ring_gather(fc1) + reduce_scatter(fc2));
-        // I: out-proj's and FC2's output gradients gathered by ring exchange into their dgrad GEMMs;
-        // QKV's and FC1's inputs re-gathered for their wgrad beside their dgrad GEMMs, and their input
-        // gradients reduce-scattered beside their wgrad GEMMs (same sizes as the forward's), in bulk.
-        const double fc1_ns = linear_ns(fc1, 1, quantized);
-        tp_backward_ns = ring_gather(lf.attn_out) + bulk_overlap_exposed_ns(qkv_ns, gather_ns) + bulk_overlap_exposed_ns(qkv_ns, scatter_ns) +
-                         (moe ? 2 * scatter_ns
-                              : ring_gather(fc2) + bulk_overlap_exposed_ns(fc1_ns, gather_ns) + bulk_overlap_exposed_ns(fc1_ns, scatter_ns));
+        // I: out-proj's and FC2's output gradients gathered by ring exchange into their dgrad GEMMs.
+        tp_backward_ns = ring_gather(lf.attn_out) + (moe ? 0 : ring_gather(fc2)) + column_backward_ns;
       }
     }
   }

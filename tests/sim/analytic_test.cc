@@ -445,6 +445,32 @@ TEST(AnalyticCost, TpCommOverlapByHand) {
   EXPECT_FALSE(check(c, m, gpu).ok());  // userbuffers need sequence parallelism
 }
 
+// Without userbuffers (BF16, tp = 4), one layer's I by hand: the out-proj and FC2 output gradients are
+// gathered synchronously; QKV's and FC1's inputs are re-gathered beside their dgrad GEMMs and their input
+// gradients reduce-scattered beside their wgrad GEMMs, NCCL on a side stream (TE's backward,
+// async_op=True). Without SP the two input-gradient all-reduces hide the same way.
+TEST(AnalyticCost, TpBackwardHidesTheColumnParallelCollectivesByHand) {
+  const ModelSpec m = model_preset("llama3-70b");
+  ParallelConfig c = layout(m, 4, 1, 2, 1, 8, 8192);
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const LayerFlops lf = layer_forward_flops(m, 0, 1, 8192, 4, 1);
+  const double rate = gpu.peak_bf16_tflops * 1e3 * gpu.sustained_compute_ratio;  // FLOP/ns
+  const auto gemm = [&](double flops) { return flops / (rate * gpu.gemm_efficiency(flops)); };
+  const double bw = gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency, bytes = 8192.0 * 8192 * 2;
+  const double share = 16.0 / gpu.sm_count;
+  const auto hidden = [&](double gemm_ns, double comm) { return std::max(comm, gemm_ns + share * comm) - gemm_ns; };
+  const double qkv = gemm(lf.qkv), fc1 = gemm(lf.mlp * 2 / 3);
+  const double ring = 3 * gpu.nvlink_latency_ns + bytes * 0.75 / bw;
+  const double with_sp = 2 * ring + hidden(qkv, ring) + hidden(qkv, ring) + hidden(fc1, ring) + hidden(fc1, ring);
+  EXPECT_NEAR(sim::AnalyticCost(m, gpu, c, shape).stage(0).i.tp_comm_ns / m.num_layers, with_sp, 1e-6 * with_sp);
+  EXPECT_LT(with_sp, 6 * ring);  // something hides
+  c.sequence_parallel = false;
+  const double all_reduce = 6 * gpu.nvlink_latency_ns + 2 * bytes * 0.75 / bw;
+  const double without_sp = hidden(qkv, all_reduce) + hidden(fc1, all_reduce);
+  EXPECT_NEAR(sim::AnalyticCost(m, gpu, c, shape).stage(0).i.tp_comm_ns / m.num_layers, without_sp, 1e-6 * without_sp);
+}
+
 // FP8 (Megatron-Bridge's configs ring-exchange every forward collective): even over a link that costs
 // nothing, the overlap is not free. The tp chunk GEMMs run below the whole GEMM's efficiency, more so
 // the finer tp splits them, and the reduce-scatters' partial chunks are summed after.
