@@ -137,7 +137,9 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       }
     }
     stages_.push_back(c);
-    stage_param_elems_.push_back(g.stage_params(range).total);
+    const GpuParams params = g.stage_params(range);
+    stage_param_elems_.push_back(params.total);
+    stage_weight_bytes_.push_back(g.weight_bytes(params));
     // What the engine asks per action, computed once.
     PassCost b = c.i;
     b += c.w;
@@ -474,9 +476,9 @@ double AnalyticCost::fsdp_layer_ns(int layer, bool gradients) const {
   if (c.sharding() != Sharding::kOptimGradsParams) return 0;
   const int group = std::max(1, c.dp * c.cp / c.num_distributed_optimizer_instances);
   if (group <= 1) return 0;
-  const double elems = static_cast<double>(g.layer_params(layer).total);
-  const double bytes = gradients ? (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) : c.param_gather_bytes();
-  return collective_ns(elems * bytes * (group - 1) / group, group - 1, layout_.group_link(c.tp, group));
+  const GpuParams params = g.layer_params(layer);
+  const double bytes = gradients ? static_cast<double>(params.total) * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) : g.weight_bytes(params);
+  return collective_ns(bytes * (group - 1) / group, group - 1, layout_.group_link(c.tp, group));
 }
 
 PassCost AnalyticCost::embedding_pass(Pass pass) const {
@@ -653,7 +655,7 @@ std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const {
   const double factor = sharded ? 1.0 : 2.0;
   double ns = collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link);
   if (sharded && !c.overlap_param_gather) {
-    const double param_bytes = static_cast<double>(stage_param_elems_[static_cast<std::size_t>(stage)]) * c.param_gather_bytes();
+    const double param_bytes = stage_weight_bytes_[static_cast<std::size_t>(stage)];
     ns += collective_ns(param_bytes * (group - 1) / group, group - 1, link);
   }
   return limits::saturated_ns(ns);

@@ -42,7 +42,15 @@ GpuParams LayerGeometry::layer_params(int layer) const {
   }
   const std::int64_t rest = m.layer_params(layer) - experts;
   const std::int64_t expert_share = experts / (static_cast<std::int64_t>(config_.ep) * config_.tp);
-  return {rest / config_.tp + expert_share, expert_share};
+  const std::int64_t total = rest / config_.tp + expert_share;
+  // The layer's norms and router go with its linear weights (under 0.1 % of a layer).
+  const bool quantized = config_.param_gather_bytes() < kBf16Bytes && config_.layer_precision(layer, m.num_layers) != Precision::kBf16;
+  return {total, expert_share, quantized ? total : 0};
+}
+
+double LayerGeometry::weight_bytes(const GpuParams& params) const {
+  const auto quantized = static_cast<double>(params.quantized);
+  return quantized * config_.param_gather_bytes() + (static_cast<double>(params.total) - quantized) * kBf16Bytes;
 }
 
 GpuParams LayerGeometry::stage_params(const LayerRange& range) const {
@@ -51,6 +59,7 @@ GpuParams LayerGeometry::stage_params(const LayerRange& range) const {
     const GpuParams layer = layer_params(l);
     params.total += layer.total;
     params.experts += layer.experts;
+    params.quantized += layer.quantized;
   }
   const auto vocab = static_cast<std::int64_t>(vocab_per_gpu_ * model_.hidden_size);
   params.total += (range.has_embedding ? vocab : 0) + (range.has_loss ? vocab : 0);

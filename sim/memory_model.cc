@@ -151,11 +151,14 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
 MemoryModel::RankParams MemoryModel::rank_params(int rank) const {
   const ParallelConfig& c = geometry_->config();
   RankParams p;
+  double weight_bytes = 0;
   for (int s : shape_.stages_of_rank(rank)) {
     const GpuParams& stage = params_[static_cast<std::size_t>(s)];
     p.dense += static_cast<double>(stage.total - stage.experts);
     p.expert += static_cast<double>(stage.experts);
+    weight_bytes += geometry_->weight_bytes(stage);
   }
+  if (p.dense + p.expert > 0) p.weight_bytes = weight_bytes / (p.dense + p.expert);
   // The data-parallel groups each state is sharded over: DP x CP for dense weights, the expert data
   // parallel ranks for experts; HSDP keeps num_distributed_optimizer_instances replicas of the shards.
   const double instances = c.num_distributed_optimizer_instances;
@@ -181,8 +184,9 @@ StaticMemory MemoryModel::static_memory(int rank) const {
   auto sharded = [&](bool on) { return params.held(on); };
 
   StaticMemory out;
-  // Weights: bf16, or the FP8 / NVFP4 copy the all-gather moves (--fp8-param-gather, --fp4-param-gather).
-  const double weight_bytes = c.param_gather_bytes();
+  // Weights: bf16, or the FP8 / NVFP4 copy the all-gather moves (--fp8-param-gather, --fp4-param-gather)
+  // for the quantized layers.
+  const double weight_bytes = params.weight_bytes;
   out.params_bytes = static_cast<std::int64_t>(weight_bytes * sharded(shard_params));
   // Main gradients: the gradient buffer in fp32 or bf16 (grad_reduce_in_fp32).
   const double grad_bytes = c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes;

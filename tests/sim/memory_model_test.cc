@@ -26,6 +26,7 @@ ParallelConfig dense_dp8(const ModelSpec& m) {
 
 struct Params {
   double dense = 0, experts = 0, largest_layer = 0;
+  double decoder = 0;  // the decoder layers' (the rest: embedding and output layer)
 };
 
 // The parameters one GPU holds on pipeline rank 0 (pp = 1: the whole model's shard).
@@ -38,7 +39,10 @@ Params params_of(const ModelSpec& m, const ParallelConfig& c) {
     p.dense += static_cast<double>(gp.total - gp.experts);
     p.experts += static_cast<double>(gp.experts);
   }
-  for (int l = 0; l < m.num_layers; ++l) p.largest_layer = std::max(p.largest_layer, static_cast<double>(g.layer_params(l).total));
+  for (int l = 0; l < m.num_layers; ++l) {
+    p.largest_layer = std::max(p.largest_layer, static_cast<double>(g.layer_params(l).total));
+    p.decoder += static_cast<double>(g.layer_params(l).total);
+  }
   return p;
 }
 
@@ -98,15 +102,24 @@ TEST(StaticMemory, PrecisionOptionsChangeBytesPerParameter) {
   c.grad_reduce_in_fp32 = true;
   expect_bytes(static_of(m, c).grads_bytes, 4 * p.dense, "fp32 main gradients");
 
+  // The quantized layers' weights at their gathered size; the embedding and output layer stay BF16.
+  const double vocab = p.dense - p.decoder;
+  ASSERT_GT(vocab, 0);
   c = base;
   c.precision = Precision::kFp8;
   c.fp8_param_gather = true;
-  expect_bytes(static_of(m, c).params_bytes, 1 * p.dense, "FP8 weights");
+  expect_bytes(static_of(m, c).params_bytes, 1 * p.decoder + 2 * vocab, "FP8 weights");
+
+  c.fp8_recipe = Fp8Recipe::kTensorwise;
+  c.first_last_layers_bf16 = true;  // one layer at each end (Megatron's default counts)
+  ASSERT_TRUE(check(c, m, gpu_preset("h100-sxm")).ok());
+  const double layer = p.decoder / m.num_layers;
+  expect_bytes(static_of(m, c).params_bytes, 1 * (p.decoder - 2 * layer) + 2 * (2 * layer + vocab), "layers kept in BF16");
 
   c = base;
   c.precision = Precision::kNvfp4;
   c.fp4_param_gather = true;
-  expect_bytes(static_of(m, c).params_bytes, 0.5625 * p.dense, "NVFP4 weights: 4 bits and an E4M3 scale per 16");
+  expect_bytes(static_of(m, c).params_bytes, 0.5625 * p.decoder + 2 * vocab, "NVFP4 weights: 4 bits and an E4M3 scale per 16");
 
   c = base;
   c.num_distributed_optimizer_instances = 2;  // HSDP: shards over 4 ranks, two replicas

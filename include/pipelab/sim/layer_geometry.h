@@ -33,7 +33,8 @@ struct LayerWidths {
 /// Parameters one GPU holds, after TP and EP sharding.
 struct GpuParams {
   std::int64_t total = 0;
-  std::int64_t experts = 0;  // of which MoE experts (the distributed optimizer shards them over dp*cp/ep)
+  std::int64_t experts = 0;    // of which MoE experts (the distributed optimizer shards them over dp*cp/ep)
+  std::int64_t quantized = 0;  // of which kept and all-gathered in FP8/NVFP4 (LayerGeometry::weight_bytes)
 };
 
 class LayerGeometry {
@@ -44,6 +45,10 @@ class LayerGeometry {
   const ModelSpec& model() const { return model_; }
   const ParallelConfig& config() const { return config_; }
 
+  /// Bytes of `params`' weights as the model keeps them and the parameter all-gather moves them: the
+  /// quantized layers' at ParallelConfig::param_gather_bytes under fp8/fp4_param_gather, the rest
+  /// (embedding, output layer, layers kept in BF16) at BF16, as Megatron keeps them.
+  double weight_bytes(const GpuParams& params) const;
   /// Tokens of one microbatch on one GPU: mbs x seq_length / cp (before sequence parallelism).
   double tokens() const { return tokens_; }
   /// Sequence parallelism in effect: tp > 1 and enabled.

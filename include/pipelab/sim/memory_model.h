@@ -84,6 +84,7 @@ class MemoryModel {
   /// sharded state divides them by.
   struct RankParams {
     double dense = 0, expert = 0, dense_group = 1, expert_group = 1;
+    double weight_bytes = kBf16Bytes;  // per parameter, the mean over the rank's (LayerGeometry::weight_bytes)
     double held(bool sharded) const { return sharded ? dense / dense_group + expert / expert_group : dense + expert; }
   };
   RankParams rank_params(int rank) const;
