@@ -216,7 +216,7 @@ double AnalyticCost::split_overlap_exposed_ns(double flops, bool quantized, int 
   const double whole = linear_ns(flops, 1, quantized);
   const double chunk = linear_ns(flops, chunks, quantized) / chunks / math_share;
   const double wall = chunk + (chunks - 1) * (std::max(chunk, transfer_ns) + gpu_.kernel_launch_overhead_ns) + tail_ns;
-  return wall - whole;
+  return std::max(0.0, wall - whole);  // a user's curve need not be monotonic
 }
 
 double AnalyticCost::bulk_overlap_exposed_ns(double gemm_ns, double comm_ns) const {
@@ -310,10 +310,17 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     const double full = tokens * h * kBf16Bytes;
     const Link link = layout_.group_link(1, c.tp);
     const double ring = static_cast<double>(c.tp - 1) / c.tp;
-    // The column-parallel GEMMs (QKV, dense FC1) and their sizes; a MoE layer's MLP-side collectives
-    // belong to its dispatcher and pair with nothing.
+    // The column-parallel GEMMs (QKV, dense FC1) and their sizes. A MoE layer's routed experts move
+    // their tokens through the dispatcher (its expert-TP gathers included: moe_dispatch.cc); only its
+    // shared experts, TP-parallel linear layers, gather and scatter on the MLP side, exposed here.
     const double fc1 = moe ? 0 : lf.mlp * w.mlp_up / (w.mlp_up + w.mlp), fc2 = moe ? 0 : lf.mlp - fc1;
     const double fc1_ns = linear_ns(fc1, 1, quantized);
+    const double shared = moe && m.moe_shared_expert_intermediate_size > 0 ? 1.0 : 0.0;
+    // A reduce-scatter (or all-reduce) beside the wgrad GEMM of `gemm_ns`; exposed when TE defers the
+    // wgrad (--delay-wgrad-compute: it waits for the collective at the end of the layer's backward).
+    const auto beside_wgrad = [&](double gemm_ns, double comm_ns) {
+      return c.delay_wgrad_compute ? comm_ns : bulk_overlap_exposed_ns(gemm_ns, comm_ns);
+    };
     // Without userbuffers TE overlaps only in the backward, with NCCL on a side stream: the
     // column-parallel layers' input re-gather (SP) beside their dgrad GEMM and their input gradient's
     // reduce-scatter (all-reduce without SP) beside their wgrad GEMM (TE linear.py, layernorm_linear.py,
@@ -321,8 +328,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     // (grad_output_preprocess) are synchronous. The NCCL kernels' SMs are taken as the bulk overlap's.
     if (!g.sequence_parallel()) {
       const double all_reduce_ns = collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
-      fwd.tp_comm_ns = 2 * all_reduce_ns;
-      tp_backward_ns = bulk_overlap_exposed_ns(qkv_ns, all_reduce_ns) + (moe ? all_reduce_ns : bulk_overlap_exposed_ns(fc1_ns, all_reduce_ns));
+      fwd.tp_comm_ns = (moe ? 1 + shared : 2) * all_reduce_ns;
+      tp_backward_ns = beside_wgrad(qkv_ns, all_reduce_ns) + (moe ? shared * all_reduce_ns : beside_wgrad(fc1_ns, all_reduce_ns));
     } else {
       const double scatter_ns = collective_ns(full * ring, c.tp - 1, link);
       // FP8 or NVFP4: the all-gathers move the quantized inputs (TE gathers FP8 and NVFP4 tensors in
@@ -333,11 +340,11 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       // I, the column-parallel side: each layer's input re-gathered beside its dgrad GEMM and its input
       // gradient reduce-scattered beside its wgrad GEMM (the same size) -- NCCL's async collectives, or
       // userbuffers' bulk overlap.
-      const double column_backward_ns = bulk_overlap_exposed_ns(qkv_ns, gather_ns) + bulk_overlap_exposed_ns(qkv_ns, scatter_ns) +
-                                        (moe ? gather_ns + scatter_ns : bulk_overlap_exposed_ns(fc1_ns, gather_ns) + bulk_overlap_exposed_ns(fc1_ns, scatter_ns));
+      const double column_backward_ns = bulk_overlap_exposed_ns(qkv_ns, gather_ns) + beside_wgrad(qkv_ns, scatter_ns) +
+                                        (moe ? shared * (gather_ns + scatter_ns) : bulk_overlap_exposed_ns(fc1_ns, gather_ns) + beside_wgrad(fc1_ns, scatter_ns));
       if (!c.tp_comm_overlap) {
-        fwd.tp_comm_ns = 2 * gather_ns + 2 * scatter_ns;
-        tp_backward_ns = (moe ? 1 : 2) * gather_ns + column_backward_ns;
+        fwd.tp_comm_ns = (moe ? 1 + shared : 2) * (gather_ns + scatter_ns);
+        tp_backward_ns = (moe ? 1 + shared : 2) * gather_ns + column_backward_ns;
       } else {
         // Userbuffers, per GEMM as TE's defaults and Megatron-Bridge's configs place them. Ring
         // exchange: tp chunk GEMMs, each beside a p2p copy of the next chunk on the copy engines (no
@@ -357,9 +364,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
         };
         // F: AG -> QKV, out-proj -> RS, AG -> FC1, FC2 -> RS.
         fwd.tp_comm_ns = ring_gather(lf.qkv) + reduce_scatter(lf.attn_out) +
-                         (moe ? gather_ns + scatter_ns : ring_gather(fc1) + reduce_scatter(fc2));
+                         (moe ? shared * (gather_ns + scatter_ns) : ring_gather(fc1) + reduce_scatter(fc2));
         // I: out-proj's and FC2's output gradients gathered by ring exchange into their dgrad GEMMs.
-        tp_backward_ns = ring_gather(lf.attn_out) + (moe ? 0 : ring_gather(fc2)) + column_backward_ns;
+        tp_backward_ns = ring_gather(lf.attn_out) + (moe ? shared * gather_ns : ring_gather(fc2)) + column_backward_ns;
       }
     }
   }

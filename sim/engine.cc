@@ -307,7 +307,8 @@ class Engine {
   // An F&B unit run layer by layer (SimOptions::overlap_frees_by_layer): what it holds beyond its
   // start while it runs; its end settles to forward minus backward.
   std::int64_t layered_overlap_bytes(const Action& a) const {
-    return std::max<std::int64_t>(0, act(a.stage).bytes - act(a.b_stage).bytes) + act(a.stage).largest_layer;
+    const std::int64_t f = act(a.stage).bytes;
+    return std::min(f, std::max<std::int64_t>(0, f - act(a.b_stage).bytes) + act(a.stage).largest_layer);
   }
   void allocate(int r, const Action& a) {
     if (options_.activations.empty()) return;

@@ -64,9 +64,14 @@ GpuParams LayerGeometry::stage_params(const LayerRange& range) const {
   const auto vocab = static_cast<std::int64_t>(vocab_per_gpu_ * model_.hidden_size);
   params.total += (range.has_embedding ? vocab : 0) + (range.has_loss ? vocab : 0);
   if (range.mtp_layers > 0) {
-    // MTP modules (their decoder layer, norms and projection), and copies of the shared embedding
-    // and output weights when the module sits apart from them (a standalone MTP stage).
-    params.total += model_.mtp_params() / std::max(1, model_.mtp_num_layers) * range.mtp_layers / config_.tp;
+    // MTP modules: their decoder layer (shaped as the last one, its experts split over EP like any
+    // MoE layer's; BF16: Megatron builds it outside the FP8/FP4 parameter context), norms and
+    // projection; and copies of the shared embedding and output weights when the module sits apart
+    // from them (a standalone MTP stage).
+    const GpuParams layer = layer_params(model_.num_layers - 1);
+    const std::int64_t rest = model_.mtp_params() / std::max(1, model_.mtp_num_layers) - model_.layer_params(model_.num_layers - 1);
+    params.total += range.mtp_layers * (layer.total + rest / config_.tp);
+    params.experts += range.mtp_layers * layer.experts;
     params.total += (range.has_embedding ? 0 : vocab) + (range.has_loss ? 0 : vocab);
   }
   return params;

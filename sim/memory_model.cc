@@ -30,7 +30,11 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
     if (!kind) kind = LayerBytes{stored_layer_bytes(l), layer_weight_stash_bytes(l)};
     return *kind;
   };
-  for (int l = 0; l < g.model().num_layers; ++l) largest_layer_params_ = std::max(largest_layer_params_, g.layer_params(l).total);
+  for (int l = 0; l < g.model().num_layers; ++l) {
+    const GpuParams layer = g.layer_params(l);
+    largest_layer_params_ = std::max(largest_layer_params_, layer.total);
+    largest_layer_weight_bytes_ = std::max(largest_layer_weight_bytes_, g.weight_bytes(layer));
+  }
   for (const LayerRange& range : stage_layers(g.model(), c, shape)) {
     StageActivation act;
     for (int i = 0; i < range.count; ++i) {
@@ -193,7 +197,7 @@ StaticMemory MemoryModel::static_memory(int rank) const {
   out.grads_bytes = static_cast<std::int64_t>(grad_bytes * sharded(shard_grads));
   // Sharded weights are gathered one layer at a time with the next layer's prefetched (two layers
   // unsharded); sharded gradients are produced whole for the layer being reduce-scattered.
-  out.comm_buffers_bytes = static_cast<std::int64_t>((shard_params ? 2 * weight_bytes * largest_layer : 0) +
+  out.comm_buffers_bytes = static_cast<std::int64_t>((shard_params ? 2 * largest_layer_weight_bytes_ : 0) +
                                                      (shard_grads ? grad_bytes * largest_layer : 0));
   // Optimizer: fp32 main weights and Adam moments (bf16 moments with the precision-aware
   // optimizer), less what is offloaded to the host.

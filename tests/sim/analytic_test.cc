@@ -445,6 +445,53 @@ TEST(AnalyticCost, TpCommOverlapByHand) {
   EXPECT_FALSE(check(c, m, gpu).ok());  // userbuffers need sequence parallelism
 }
 
+// A MoE layer's routed experts move their tokens through the dispatcher: without shared experts
+// (Qwen3-235B-A22B) only the attention side's all-gather and reduce-scatter remain in F. Deferring
+// the wgrad (--delay-wgrad-compute) exposes the input-gradient reduce-scatter it used to hide.
+TEST(AnalyticCost, MoeLayersKeepOnlyTheirAttentionSideTpCollectives) {
+  const ModelSpec m = model_preset("qwen3-235b-a22b");
+  ASSERT_EQ(m.moe_shared_expert_intermediate_size, 0);
+  ParallelConfig c = layout(m, 2, 1, 4, 1, 8, 4096);
+  c.ep = 4;
+  c.etp = 1;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const double ring = gpu.nvlink_latency_ns + 4096.0 * m.hidden_size * 2 * 0.5 / (gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency);
+  const sim::AnalyticCost cost(m, gpu, c, shape);
+  EXPECT_NEAR(cost.stage(0).f.tp_comm_ns / m.num_layers, 2 * ring, 1e-6 * ring);
+  c.delay_wgrad_compute = true;
+  EXPECT_GT(sim::AnalyticCost(m, gpu, c, shape).stage(0).i.tp_comm_ns, cost.stage(0).i.tp_comm_ns);
+}
+
+// FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
+// copy into 4 ring-exchange chunk GEMMs; the reduce-scatters ring-exchange too (Megatron-Bridge's FP8
+// configs), on all but 1 SM, then sum the 4 partial BF16 chunks (read 4 + write 1 chunk of HBM).
+TEST(AnalyticCost, TpCommOverlapFp8RingExchangeByHand) {
+  const ModelSpec m = model_preset("llama3-70b");
+  ParallelConfig c = layout(m, 4, 1, 2, 1, 8, 8192);
+  c.precision = Precision::kFp8;
+  c.tp_comm_overlap = true;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const LayerFlops lf = layer_forward_flops(m, 0, 1, 8192, 4, 1);
+  const double rate = gpu.peak_fp8_tflops * 1e3 * gpu.sustained_compute_ratio;
+  const auto gemm = [&](double flops) { return flops / (rate * gpu.gemm_efficiency(flops, Precision::kFp8)); };
+  const double bw = gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency, bytes = 8192.0 * 8192 * 2;
+  const double gather = 3 * gpu.nvlink_latency_ns + bytes / 2 * 0.75 / bw, scatter = 3 * gpu.nvlink_latency_ns + bytes * 0.75 / bw;
+  const double partials = bytes * 5 / 4 / (gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency);
+  const double launch = gpu.kernel_launch_overhead_ns;
+  const auto ring = [&](double flops, double comm, double tail, double share) {
+    const double chunk = gemm(flops / 4) / share;
+    return chunk + 3 * (std::max(chunk, comm / 3) + launch) + tail - gemm(flops);
+  };
+  const double sm = 1 - 1.0 / gpu.sm_count;
+  const double fc1 = lf.mlp * 2 / 3;
+  const double expected = ring(lf.qkv, gather, 0, 1) + ring(lf.attn_out, scatter, partials, sm) + ring(fc1, gather, 0, 1) +
+                          ring(lf.mlp - fc1, scatter, partials, sm);
+  const double per_layer = sim::AnalyticCost(m, gpu, c, shape).stage(0).f.tp_comm_ns / m.num_layers;
+  EXPECT_NEAR(per_layer, expected, 1e-6 * expected);
+}
+
 // Without userbuffers (BF16, tp = 4), one layer's I by hand: the out-proj and FC2 output gradients are
 // gathered synchronously; QKV's and FC1's inputs are re-gathered beside their dgrad GEMMs and their input
 // gradients reduce-scattered beside their wgrad GEMMs, NCCL on a side stream (TE's backward,

@@ -36,6 +36,25 @@ TEST(LayerGeometry, OneGpusShareOfADenseLayer) {
   EXPECT_EQ(g.layer_params(0).experts, 0);
 }
 
+// An MTP module's decoder layer is a MoE layer like the last one: its experts split over EP (and
+// counted as experts), its norms and projection over TP.
+TEST(LayerGeometry, MtpModulesSplitTheirExpertsOverEp) {
+  const ModelSpec m = model_preset("deepseek-v3");
+  ASSERT_EQ(m.mtp_num_layers, 1);
+  const sim::LayerGeometry g(m, resolve({.tp = 2, .pp = 8, .ep = 64, .dp = 64, .mbs = 1, .gbs = 8192}, m));
+  const sim::GpuParams layer = g.layer_params(m.num_layers - 1);
+  ASSERT_GT(layer.experts, 0);
+  // A part holding embedding, loss and MTP (so the module needs no copies of the vocab weights).
+  const sim::LayerRange plain{.first = m.num_layers - 1, .count = 1, .has_embedding = true, .has_loss = true};
+  sim::LayerRange with_mtp = plain;
+  with_mtp.mtp_layers = 1;
+  const sim::GpuParams a = g.stage_params(plain), b = g.stage_params(with_mtp);
+  EXPECT_EQ(b.experts - a.experts, layer.experts);
+  const std::int64_t rest = m.mtp_params() - m.layer_params(m.num_layers - 1);  // norms and eh_proj
+  EXPECT_EQ(b.total - a.total, layer.total + rest / 2);
+  EXPECT_EQ(b.quantized, 0);  // BF16 unless a param-gather flag quantizes the decoder layers
+}
+
 TEST(LayerGeometry, MoeLayersActivateTopKAndSharedExperts) {
   const ModelSpec m = model_preset("deepseek-v3");
   const ParallelConfig c = resolve({.tp = 2, .pp = 4, .ep = 8, .dp = 8, .gbs = 64, .sequence_parallel = false}, m);

@@ -45,9 +45,11 @@ struct SimOptions {
   std::vector<StageActivation> activations;
   /// How an F&B unit holds memory. False: the forward's activations are all allocated before the
   /// backward's are freed (DualPipe's count, PP + 1 chunks). True: the two run layer by layer in
-  /// opposite directions and each backward layer is freed after its phase, so the unit holds at most
-  /// what it ends with plus one forward layer (Megatron's merged 1F1B: schedule_chunk_1f1b in
-  /// megatron/core/models/common/model_chunk_schedule_plan.py, pop_layer then release_state).
+  /// opposite directions and each backward layer is freed after its phase, so the unit holds what it
+  /// ends with plus one forward layer, never more than the forward's whole activation (Megatron's
+  /// merged 1F1B: schedule_chunk_1f1b in megatron/core/models/common/model_chunk_schedule_plan.py,
+  /// pop_layer then release_state). Exact for equal layers; with layer sizes that fall along a
+  /// chunk the true peak can be higher.
   bool overlap_frees_by_layer = false;
   /// Consecutive iterations (repeat_iterations): per rank, the list positions where iterations
   /// 1, 2, ... start, at which the optimizer step happens. Empty: one iteration.

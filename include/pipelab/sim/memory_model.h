@@ -97,6 +97,7 @@ class MemoryModel {
   std::vector<StageActivation> stages_;
   std::vector<GpuParams> params_;  // per stage
   std::int64_t largest_layer_params_ = 0;  // per GPU: what FSDP gathers at once
+  double largest_layer_weight_bytes_ = 0;  // ... and its weights' bytes (LayerGeometry::weight_bytes)
 };
 
 }  // namespace pipelab::sim
