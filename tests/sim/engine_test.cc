@@ -111,17 +111,22 @@ TEST(Engine, MergedInterleavedUnitsNeverLengthenTheIteration) {
 // Megatron's merged 1F1B at PP = 1: F0, (F1 & B0), (F2 & B1), ..., B3. A unit run layer by layer
 // holds the backward's microbatch plus the forward's largest layer (the backward's layer is freed
 // after its phase); one held whole holds both microbatches (DualPipe's accounting).
-TEST(Engine, MergedUnitsFreeTheBackwardLayerByLayer) {
-  const Schedule merged = add_send_recv(overlap_forward_backward(make_schedule("1f1b", {1, 0, 4, 0})));
+// F&B units a little shorter than their halves, so they overlap something.
+sim::UniformCost merged_unit_cost() {
   sim::UniformTimes t;
   t.f_ns = 100;
   t.i_ns = 200;
   t.fb_ns = 250;
+  return sim::UniformCost(t);
+}
+
+TEST(Engine, MergedUnitsFreeTheBackwardLayerByLayer) {
+  const Schedule merged = add_send_recv(overlap_forward_backward(make_schedule("1f1b", {1, 0, 4, 0})));
   sim::SimOptions options;
   options.activations = {sim::StageActivation{.bytes = 10, .freed_by_input_grad = 8, .allocated_by_input_grad = 0, .largest_layer = 3}};
   auto peak_and_end = [&](bool by_layer) {
     options.overlap_frees_by_layer = by_layer;
-    const sim::SimResult r = sim::simulate(merged, sim::UniformCost(t), options);
+    const sim::SimResult r = sim::simulate(merged, merged_unit_cost(), options);
     return std::pair{r.peak_activation_bytes[0], r.memory[0].back().bytes};
   };
   using PeakAndEnd = std::pair<std::int64_t, std::int64_t>;
@@ -134,10 +139,6 @@ TEST(Engine, MergedUnitsFreeTheBackwardLayerByLayer) {
 // less by its largest layer alone; never by more than the forward's whole activation.
 TEST(Engine, MergedUnitsOfUnequalStagesHoldTheDifferencePlusALayer) {
   const Schedule merged = add_send_recv(overlap_forward_backward(make_schedule("interleaved-1f1b", {2, 2, 4, 0})));
-  sim::UniformTimes t;
-  t.f_ns = 100;
-  t.i_ns = 200;
-  t.fb_ns = 250;
   sim::SimOptions options;
   // Stage s sits on rank s % 2: rank 0 holds stages 0 and 2, rank 1 stages 1 and 3.
   options.activations = {sim::StageActivation{.bytes = 40, .largest_layer = 10}, sim::StageActivation{.bytes = 8, .largest_layer = 8},
@@ -145,7 +146,7 @@ TEST(Engine, MergedUnitsOfUnequalStagesHoldTheDifferencePlusALayer) {
   for (auto& a : options.activations) a.freed_by_input_grad = a.bytes;
   const auto held = [&](bool by_layer) {
     options.overlap_frees_by_layer = by_layer;
-    return sim::simulate(merged, sim::UniformCost(t), options);
+    return sim::simulate(merged, merged_unit_cost(), options);
   };
   const sim::SimResult whole = held(false), layered = held(true);
   EXPECT_LT(layered.peak_activation_bytes[0], whole.peak_activation_bytes[0]);
