@@ -492,6 +492,18 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (c.overlap_moe_expert_parallel_comm && c.ep <= 1) {
     error("overlap_moe_expert_parallel_comm", "needs_ep", "overlap_moe_expert_parallel_comm needs ep > 1, got ep=" + str(c.ep));
   }
+  if (c.overlap_moe_expert_parallel_comm && c.ep > 1 && c.moe_token_dispatcher_type == MoeDispatcher::kAllgather) {
+    error("moe_token_dispatcher_type", "ep_overlap_needs_alltoall_or_flex",
+          "overlap_moe_expert_parallel_comm needs moe_token_dispatcher_type=alltoall or flex, got allgather");
+  }
+  if (c.overlap_moe_expert_parallel_comm && c.recompute == Recompute::kFull) {
+    error("recompute", "ep_overlap_excludes_full_recompute",
+          "overlap_moe_expert_parallel_comm excludes recompute=full (Megatron: disable full recomputation)");
+  }
+  if (c.overlap_moe_expert_parallel_comm && std::find(c.recompute_modules.begin(), c.recompute_modules.end(), "moe") != c.recompute_modules.end()) {
+    error("recompute_modules", "ep_overlap_excludes_moe_recompute",
+          "overlap_moe_expert_parallel_comm excludes \"moe\" in recompute_modules (Megatron: disable moe in recompute_modules)");
+  }
   if (c.overlap_moe_expert_parallel_comm && c.pp > 1 && c.vp <= 1) {
     warn("overlap_moe_expert_parallel_comm", "needs_vp",
          "overlap_moe_expert_parallel_comm with pp=" + str(c.pp) + " needs vp > 1 in Megatron (it merges F and B of adjacent "

@@ -55,6 +55,11 @@ cli_test(bad_flags_fp4_and_fp8_format 2 ARGS ${sim2_8b} --gpu b200 --fp4-format 
          REGEX "--fp8-format excludes --fp4-format")
 cli_test(bad_flags_fp4_param_gather_in_bf16 2 ARGS ${sim2_8b} --gpu b200 --fp4-param-gather
          REGEX "fp4_param_gather needs precision=nvfp4, got precision=bf16")
+cli_test(bad_flags_ep_overlap_allgather 2 ARGS simulate --model qwen3-30b-a3b --tp 1 --pp 1 --ep 8 --gpus 8
+         --overlap-moe-expert-parallel-comm REGEX "overlap_moe_expert_parallel_comm needs moe_token_dispatcher_type=alltoall or flex, got allgather")
+cli_test(bad_flags_ep_overlap_full_recompute 2 ARGS simulate --model qwen3-30b-a3b --tp 1 --pp 1 --ep 8 --gpus 8
+         --overlap-moe-expert-parallel-comm --moe-token-dispatcher-type alltoall --recompute full
+         REGEX "overlap_moe_expert_parallel_comm excludes recompute=full")
 
 # --- model specs --------------------------------------------------------------------------------------
 cli_test(bad_model_hidden_2e31 2 ARGS ${sim2} --model ${bad}/model_hidden_2e31.json REGEX "hidden_size=2147483647 must be at most 131072")
