@@ -226,6 +226,84 @@ double AnalyticCost::bulk_overlap_exposed_ns(double gemm_ns, double comm_ns) con
   return std::max(comm_ns, gemm_ns + share * comm_ns) - gemm_ns;
 }
 
+// TP, one layer's F and I: 2 all-reduces, or with SP 2 all-gathers + 2 reduce-scatters, of the full
+// activation, and what of them the GEMMs leave exposed (docs/simulator.md, "TP").
+AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
+  const LayerGeometry& g = *geometry_;
+  const ModelSpec& m = g.model();
+  const ParallelConfig& c = g.config();
+  TpCommNs out;
+  if (c.tp <= 1) return out;
+  const LayerFlops lf = layer_forward_flops(m, layer, c.mbs, c.seq_length, c.tp, c.cp);
+  const LayerWidths& w = g.widths(layer);
+  const bool moe = m.is_moe_layer(layer);
+  const bool quantized = quantized_layer(layer);
+  const double qkv_ns = linear_ns(lf.qkv, 1, quantized);
+  const double full = g.tokens() * w.hidden * kBf16Bytes;
+  const Link link = layout_.group_link(1, c.tp);
+  const double ring = static_cast<double>(c.tp - 1) / c.tp;
+  // The column-parallel GEMMs (QKV, dense FC1) and their sizes. A MoE layer's routed experts move
+  // their tokens through the dispatcher (its expert-TP gathers included: moe_dispatch.cc); only its
+  // shared experts, TP-parallel linear layers, gather and scatter on the MLP side, exposed here.
+  const double fc1 = moe ? 0 : lf.mlp * w.mlp_up / (w.mlp_up + w.mlp), fc2 = moe ? 0 : lf.mlp - fc1;
+  const double fc1_ns = linear_ns(fc1, 1, quantized);
+  const double shared = moe && m.moe_shared_expert_intermediate_size > 0 ? 1.0 : 0.0;
+  // A reduce-scatter (or all-reduce) beside the wgrad GEMM of `gemm_ns`; exposed when TE defers the
+  // wgrad (--delay-wgrad-compute: it waits for the collective at the end of the layer's backward).
+  const auto beside_wgrad = [&](double gemm_ns, double comm_ns) {
+    return c.delay_wgrad_compute ? comm_ns : bulk_overlap_exposed_ns(gemm_ns, comm_ns);
+  };
+  // Without userbuffers TE overlaps only in the backward, with NCCL on a side stream: the
+  // column-parallel layers' input re-gather (SP) beside their dgrad GEMM and their input gradient's
+  // reduce-scatter (all-reduce without SP) beside their wgrad GEMM (TE linear.py, layernorm_linear.py,
+  // layernorm_mlp.py backward: async_op=True); the row-parallel layers' output-gradient gathers
+  // (grad_output_preprocess) are synchronous. The NCCL kernels' SMs are taken as the bulk overlap's.
+  if (!g.sequence_parallel()) {
+    const double all_reduce_ns = collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
+    out.forward = (moe ? 1 + shared : 2) * all_reduce_ns;
+    out.backward = beside_wgrad(qkv_ns, all_reduce_ns) + (moe ? shared * all_reduce_ns : beside_wgrad(fc1_ns, all_reduce_ns));
+  } else {
+    const double scatter_ns = collective_ns(full * ring, c.tp - 1, link);
+    // FP8 or NVFP4: the all-gathers move the quantized inputs (TE gathers FP8 and NVFP4 tensors in
+    // their quantized form; never more than the BF16 tensor, which TE would gather instead).
+    const double gather_ns =
+        quantized ? collective_ns(full * ring * std::min(sp_gather_bytes_, static_cast<double>(kBf16Bytes)) / kBf16Bytes, c.tp - 1, link)
+                  : scatter_ns;
+    // I, the column-parallel side: each layer's input re-gathered beside its dgrad GEMM and its input
+    // gradient reduce-scattered beside its wgrad GEMM (the same size) -- NCCL's async collectives, or
+    // userbuffers' bulk overlap.
+    const double column_backward_ns = bulk_overlap_exposed_ns(qkv_ns, gather_ns) + beside_wgrad(qkv_ns, scatter_ns) +
+                                      (moe ? shared * (gather_ns + scatter_ns) : bulk_overlap_exposed_ns(fc1_ns, gather_ns) + beside_wgrad(fc1_ns, scatter_ns));
+    if (!c.tp_comm_overlap) {
+      out.forward = (moe ? 1 + shared : 2) * (gather_ns + scatter_ns);
+      out.backward = (moe ? 1 + shared : 2) * gather_ns + column_backward_ns;
+    } else {
+      // Userbuffers, per GEMM as TE's defaults and Megatron-Bridge's configs place them. Ring
+      // exchange: tp chunk GEMMs, each beside a p2p copy of the next chunk on the copy engines (no
+      // SMs); the first chunk is local. Quantized layers ring-exchange the out-proj and FC2
+      // reduce-scatters too, with a 1-SM margin and a reduce of the tp partial chunks after
+      // (Bridge's userbuffers_fp8_* configs); BF16 layers pipeline them (TE's default).
+      // The share of the SMs a GEMM runs on beside kernels holding `held` of them (0 SMs: unknown, all).
+      const auto math_share = [&](double held) { return gpu_.sm_count > held ? 1 - held / gpu_.sm_count : 1.0; };
+      const double partials_ns = memory_ns(full * (c.tp + 1) / c.tp);
+      const auto ring_gather = [&](double flops) {
+        return split_overlap_exposed_ns(flops, quantized, c.tp, gather_ns / (c.tp - 1), 0, 1);
+      };
+      const auto reduce_scatter = [&](double flops) {
+        if (quantized) return split_overlap_exposed_ns(flops, quantized, c.tp, scatter_ns / (c.tp - 1), partials_ns, math_share(1));
+        const double chunk_ns = scatter_ns / kTpOverlapPipelineSplits;
+        return split_overlap_exposed_ns(flops, quantized, kTpOverlapPipelineSplits, chunk_ns, chunk_ns, math_share(kTpOverlapPipelineSms));
+      };
+      // F: AG -> QKV, out-proj -> RS, AG -> FC1, FC2 -> RS.
+      out.forward = ring_gather(lf.qkv) + reduce_scatter(lf.attn_out) +
+                    (moe ? shared * (gather_ns + scatter_ns) : ring_gather(fc1) + reduce_scatter(fc2));
+      // I: out-proj's and FC2's output gradients gathered by ring exchange into their dgrad GEMMs.
+      out.backward = ring_gather(lf.attn_out) + (moe ? shared * gather_ns : ring_gather(fc2)) + column_backward_ns;
+    }
+  }
+  return out;
+}
+
 std::int64_t AnalyticCost::optimizer_step_ns(double params) const {
   // Megatron's step over its fp32 main parameters (Adam as Apex/TE multi-tensor kernels), per
   // parameter: the gradient-norm pass for clipping reads the gradient; Adam reads the gradient and
@@ -304,72 +382,10 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     fwd.launch_ns += kFp8KernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   }
 
-  // TP: 2 all-reduces (or 2 all-gathers + 2 reduce-scatters with SP) of the full activation.
-  double tp_backward_ns = 0;
-  if (c.tp > 1) {
-    const double full = tokens * h * kBf16Bytes;
-    const Link link = layout_.group_link(1, c.tp);
-    const double ring = static_cast<double>(c.tp - 1) / c.tp;
-    // The column-parallel GEMMs (QKV, dense FC1) and their sizes. A MoE layer's routed experts move
-    // their tokens through the dispatcher (its expert-TP gathers included: moe_dispatch.cc); only its
-    // shared experts, TP-parallel linear layers, gather and scatter on the MLP side, exposed here.
-    const double fc1 = moe ? 0 : lf.mlp * w.mlp_up / (w.mlp_up + w.mlp), fc2 = moe ? 0 : lf.mlp - fc1;
-    const double fc1_ns = linear_ns(fc1, 1, quantized);
-    const double shared = moe && m.moe_shared_expert_intermediate_size > 0 ? 1.0 : 0.0;
-    // A reduce-scatter (or all-reduce) beside the wgrad GEMM of `gemm_ns`; exposed when TE defers the
-    // wgrad (--delay-wgrad-compute: it waits for the collective at the end of the layer's backward).
-    const auto beside_wgrad = [&](double gemm_ns, double comm_ns) {
-      return c.delay_wgrad_compute ? comm_ns : bulk_overlap_exposed_ns(gemm_ns, comm_ns);
-    };
-    // Without userbuffers TE overlaps only in the backward, with NCCL on a side stream: the
-    // column-parallel layers' input re-gather (SP) beside their dgrad GEMM and their input gradient's
-    // reduce-scatter (all-reduce without SP) beside their wgrad GEMM (TE linear.py, layernorm_linear.py,
-    // layernorm_mlp.py backward: async_op=True); the row-parallel layers' output-gradient gathers
-    // (grad_output_preprocess) are synchronous. The NCCL kernels' SMs are taken as the bulk overlap's.
-    if (!g.sequence_parallel()) {
-      const double all_reduce_ns = collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
-      fwd.tp_comm_ns = (moe ? 1 + shared : 2) * all_reduce_ns;
-      tp_backward_ns = beside_wgrad(qkv_ns, all_reduce_ns) + (moe ? shared * all_reduce_ns : beside_wgrad(fc1_ns, all_reduce_ns));
-    } else {
-      const double scatter_ns = collective_ns(full * ring, c.tp - 1, link);
-      // FP8 or NVFP4: the all-gathers move the quantized inputs (TE gathers FP8 and NVFP4 tensors in
-      // their quantized form; never more than the BF16 tensor, which TE would gather instead).
-      const double gather_ns =
-          quantized ? collective_ns(full * ring * std::min(sp_gather_bytes_, static_cast<double>(kBf16Bytes)) / kBf16Bytes, c.tp - 1, link)
-                    : scatter_ns;
-      // I, the column-parallel side: each layer's input re-gathered beside its dgrad GEMM and its input
-      // gradient reduce-scattered beside its wgrad GEMM (the same size) -- NCCL's async collectives, or
-      // userbuffers' bulk overlap.
-      const double column_backward_ns = bulk_overlap_exposed_ns(qkv_ns, gather_ns) + beside_wgrad(qkv_ns, scatter_ns) +
-                                        (moe ? shared * (gather_ns + scatter_ns) : bulk_overlap_exposed_ns(fc1_ns, gather_ns) + beside_wgrad(fc1_ns, scatter_ns));
-      if (!c.tp_comm_overlap) {
-        fwd.tp_comm_ns = (moe ? 1 + shared : 2) * (gather_ns + scatter_ns);
-        tp_backward_ns = (moe ? 1 + shared : 2) * gather_ns + column_backward_ns;
-      } else {
-        // Userbuffers, per GEMM as TE's defaults and Megatron-Bridge's configs place them. Ring
-        // exchange: tp chunk GEMMs, each beside a p2p copy of the next chunk on the copy engines (no
-        // SMs); the first chunk is local. Quantized layers ring-exchange the out-proj and FC2
-        // reduce-scatters too, with a 1-SM margin and a reduce of the tp partial chunks after
-        // (Bridge's userbuffers_fp8_* configs); BF16 layers pipeline them (TE's default).
-        // The share of the SMs a GEMM runs on beside kernels holding `held` of them (0 SMs: unknown, all).
-        const auto math_share = [&](double held) { return gpu_.sm_count > held ? 1 - held / gpu_.sm_count : 1.0; };
-        const double partials_ns = memory_ns(full * (c.tp + 1) / c.tp);
-        const auto ring_gather = [&](double flops) {
-          return split_overlap_exposed_ns(flops, quantized, c.tp, gather_ns / (c.tp - 1), 0, 1);
-        };
-        const auto reduce_scatter = [&](double flops) {
-          if (quantized) return split_overlap_exposed_ns(flops, quantized, c.tp, scatter_ns / (c.tp - 1), partials_ns, math_share(1));
-          const double chunk_ns = scatter_ns / kTpOverlapPipelineSplits;
-          return split_overlap_exposed_ns(flops, quantized, kTpOverlapPipelineSplits, chunk_ns, chunk_ns, math_share(kTpOverlapPipelineSms));
-        };
-        // F: AG -> QKV, out-proj -> RS, AG -> FC1, FC2 -> RS.
-        fwd.tp_comm_ns = ring_gather(lf.qkv) + reduce_scatter(lf.attn_out) +
-                         (moe ? shared * (gather_ns + scatter_ns) : ring_gather(fc1) + reduce_scatter(fc2));
-        // I: out-proj's and FC2's output gradients gathered by ring exchange into their dgrad GEMMs.
-        tp_backward_ns = ring_gather(lf.attn_out) + (moe ? shared * gather_ns : ring_gather(fc2)) + column_backward_ns;
-      }
-    }
-  }
+  // TP: F's and I's collectives, what of them the GEMMs leave exposed (tp_comm_ns).
+  const TpCommNs tp = tp_comm_ns(layer);
+  fwd.tp_comm_ns = tp.forward;
+  const double tp_backward_ns = tp.backward;
   // EP: the token dispatch and the combine, each with its expert-TP gather or scatter.
   fwd.ep_comm_ns = 2 * dispatch.comm_ns;
   // CP (TE's cp_comm_type): p2p passes each rank's K/V chunk around the ring, exposed only beyond the

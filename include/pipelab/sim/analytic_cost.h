@@ -114,6 +114,11 @@ class AnalyticCost final : public CostModel {
     double forward = 0, backward = 0;
   };
   AttentionNs attention_ns(int layer, double forward_flops) const;
+  /// One layer's TP communication time left exposed, in its F and its I.
+  struct TpCommNs {
+    double forward = 0, backward = 0;
+  };
+  TpCommNs tp_comm_ns(int layer) const;
   /// A BF16 GEMM (router, LM head).
   double gemm_ns(double flops, double calls) const;
   /// Whether decoder layer `layer`'s linear layers run in FP8 or NVFP4 (Transformer Engine).
