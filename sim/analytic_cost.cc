@@ -67,6 +67,7 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   ep_comm_ns += o.ep_comm_ns;
   cp_comm_ns += o.cp_comm_ns;
   launch_ns += o.launch_ns;
+  tp_comm_hidden_by_wgrad_ns += o.tp_comm_hidden_by_wgrad_ns;
   expert_ns += o.expert_ns;
   flops += o.flops;
   return *this;
@@ -145,7 +146,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     b += c.w;
     StageTotals t;
     t.f_ns = limits::saturated_ns(c.f.total_ns());
-    t.i_ns = limits::saturated_ns(c.i.total_ns());
+    t.i_ns = limits::saturated_ns(c.i.without_wgrad().total_ns());
     t.w_ns = limits::saturated_ns(c.w.total_ns());
     t.b_ns = limits::saturated_ns(c.i.total_ns() + c.w.total_ns());
     t.f_flops = c.f.flops;
@@ -250,8 +251,11 @@ AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
   const double shared = moe && m.moe_shared_expert_intermediate_size > 0 ? 1.0 : 0.0;
   // A reduce-scatter (or all-reduce) beside the wgrad GEMM of `gemm_ns`; exposed when TE defers the
   // wgrad (--delay-wgrad-compute: it waits for the collective at the end of the layer's backward).
+  // What the wgrad hides is kept apart: it stays exposed when W runs on its own later (zero-bubble).
   const auto beside_wgrad = [&](double gemm_ns, double comm_ns) {
-    return c.delay_wgrad_compute ? comm_ns : bulk_overlap_exposed_ns(gemm_ns, comm_ns);
+    const double exposed = c.delay_wgrad_compute ? comm_ns : bulk_overlap_exposed_ns(gemm_ns, comm_ns);
+    out.hidden_by_wgrad += comm_ns - exposed;
+    return exposed;
   };
   // Without userbuffers TE overlaps only in the backward, with NCCL on a side stream: the
   // column-parallel layers' input re-gather (SP) beside their dgrad GEMM and their input gradient's
@@ -454,6 +458,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns) + quantize_i_ns + permute_ns;
   in.launch_ns = fwd.launch_ns;
   in.tp_comm_ns = tp_backward_ns;
+  in.tp_comm_hidden_by_wgrad_ns = tp.hidden_by_wgrad;
   in.ep_comm_ns = fwd.ep_comm_ns;
   in.cp_comm_ns = cp_backward_ns;
   in.flops = lf.input_grad();
@@ -587,7 +592,7 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
   PassCost p;
   switch (a.op) {
     case Op::F: p = c.f; break;
-    case Op::I: p = c.i; break;
+    case Op::I: p = c.i.without_wgrad(); break;
     case Op::W: p = c.w; break;
     case Op::B: p = c.i; p += c.w; break;
     default: return out;
@@ -622,7 +627,7 @@ InActionComm AnalyticCost::in_action_comm(int, const Action& a) const {
   InActionComm out;
   switch (a.op) {
     case Op::F: return pass_comm(c.f);
-    case Op::I: return pass_comm(c.i);
+    case Op::I: return pass_comm(c.i.without_wgrad());
     case Op::W: return pass_comm(c.w);
     case Op::B:
       out = pass_comm(c.i);

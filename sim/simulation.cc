@@ -92,7 +92,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
     out.warnings.push_back(w.message);
   }
   // The merged 1F1B exists for Megatron's own schedules only (pp > 1 without vp: check() warned already).
-  // delay_wgrad_compute is accepted and not modelled (docs/simulator.md, "MoE dispatch").
+  // delay_wgrad_compute: modelled only as the TP reduce-scatter it exposes (analytic_cost.cc, tp_comm_ns).
 
   if (config.overlap_moe_expert_parallel_comm && config.ep > 1 && info.name != "1f1b" && info.name != "interleaved-1f1b") {
     out.warnings.push_back("overlap_moe_expert_parallel_comm applies to 1f1b and interleaved-1f1b (Megatron's merged F and B "

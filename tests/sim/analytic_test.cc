@@ -463,6 +463,27 @@ TEST(AnalyticCost, MoeLayersKeepOnlyTheirAttentionSideTpCollectives) {
   EXPECT_GT(sim::AnalyticCost(m, gpu, c, shape).stage(0).i.tp_comm_ns, cost.stage(0).i.tp_comm_ns);
 }
 
+// Zero-bubble schedules run I on its own and W later: the input-gradient reduce-scatters TE runs beside
+// the wgrad GEMMs have nothing to hide behind, exactly as with --delay-wgrad-compute. B (I with its W
+// right after) still hides them, and W itself carries no TP traffic.
+TEST(AnalyticCost, SplitBackwardExposesWhatTheWgradWouldHide) {
+  const ModelSpec m = model_preset("llama3-70b");
+  ParallelConfig c = layout(m, 4, 2, 2, 1, 8, 8192);
+  const Schedule zb = make_schedule("zb-h1", {2, 1, 4, 0});
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const sim::AnalyticCost cost(m, gpu, c, zb.shape);
+  c.delay_wgrad_compute = true;
+  const sim::AnalyticCost deferred(m, gpu, c, zb.shape);
+  const auto duration = [](const sim::AnalyticCost& model, Op op) { return model.duration_ns(0, Action::make(op, 0, 0)); };
+  const sim::PassCost& i = cost.stage(0).i;
+  ASSERT_GT(i.tp_comm_hidden_by_wgrad_ns, 0);
+  EXPECT_EQ(duration(cost, Op::I), duration(deferred, Op::I));
+  EXPECT_NEAR(duration(cost, Op::I) + duration(cost, Op::W) - duration(cost, Op::B), i.tp_comm_hidden_by_wgrad_ns, 2);
+  EXPECT_EQ(cost.stage(0).w.tp_comm_ns, 0);
+  const double exposed_tp = deferred.in_action_comm(0, Action::make(Op::I, 0, 0)).tp_ns;
+  EXPECT_NEAR(cost.in_action_comm(0, Action::make(Op::I, 0, 0)).tp_ns, exposed_tp, 1e-9 * exposed_tp);
+}
+
 // FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
 // copy into 4 ring-exchange chunk GEMMs; the reduce-scatters ring-exchange too (Megatron-Bridge's FP8
 // configs), on all but 1 SM, then sum the 4 partial BF16 chunks (read 4 + write 1 chunk of HBM).

@@ -47,9 +47,19 @@ struct PassCost {
   double launch_ns = 0;
   double expert_ns = 0;  // of the compute above, the MoE experts' share (MLP GEMMs, activation, permutes)
   double flops = 0;
+  // I only: of the TP collectives the wgrad GEMMs run beside (TE's async input-gradient reduce-scatter),
+  // the part they hide -- not in tp_comm_ns, and exposed when W does not follow I (without_wgrad).
+  double tp_comm_hidden_by_wgrad_ns = 0;
 
   double compute_ns() const { return gemm_ns + attention_ns + elementwise_ns + launch_ns; }
   double total_ns() const { return compute_ns() + tp_comm_ns + ep_comm_ns + cp_comm_ns + dp_comm_ns; }
+  /// This I run on its own, its W later (zero-bubble schedules): nothing beside it hides those collectives.
+  PassCost without_wgrad() const {
+    PassCost p = *this;
+    p.tp_comm_ns += p.tp_comm_hidden_by_wgrad_ns;
+    p.tp_comm_hidden_by_wgrad_ns = 0;
+    return p;
+  }
   PassCost& operator+=(const PassCost& o);
 };
 
@@ -112,11 +122,13 @@ class AnalyticCost final : public CostModel {
   /// forward, and its backward, which does 2.5 x that work.
   struct AttentionNs {
     double forward = 0, backward = 0;
+    double hidden_by_wgrad = 0;  // of the backward's collectives, what the wgrad GEMMs hide (not in backward)
   };
   AttentionNs attention_ns(int layer, double forward_flops) const;
   /// One layer's TP communication time left exposed, in its F and its I.
   struct TpCommNs {
     double forward = 0, backward = 0;
+    double hidden_by_wgrad = 0;  // of the backward's collectives, what the wgrad GEMMs hide (not in backward)
   };
   TpCommNs tp_comm_ns(int layer) const;
   /// A BF16 GEMM (router, LM head).
