@@ -56,6 +56,43 @@ constexpr double kBlockwiseGemmFactor = 20.285 / 22.882;
 // same shapes, pre-quantized inputs: 6.812 ms (current scaling) / 7.161 ms (MXFP8) per layer.
 constexpr double kMxfp8GemmFactor = 6.812 / 7.161;
 
+// CP's p2p ring (TE AttnFuncWithCPAndKVP2P, context_parallel.py; sequence in 2P load-balanced chunks),
+// the work a rank does around its attention kernels, in HBM bytes (BF16, read + write) and kernels.
+// q, k, v: the rank's Q, K and V elements. Rank r of P runs the diagonal step causal, r "lower" steps
+// (all its queries against half the keys) and P-1-r "upper" ones (half its queries against all keys).
+// F: K and V packed into one send buffer (torch.cat), then one merge per step into the BF16 output
+// (the first a copy, a lower step a full read-modify-write, an upper one half of it; the FP32 LSE
+// corrections, 1/head_dim of these, left out). I: K/V copied into the ring buffer, then dQ and dK/dV
+// added per step (copy, half or full add), dK/dV into the buffer that carries them around the ring.
+// The ring couples the ranks step by step, so the busiest rank's bytes are charged.
+struct CpRingWork {
+  double forward_bytes = 0, backward_bytes = 0;
+  int forward_kernels = 0, backward_kernels = 0;
+};
+
+CpRingWork cp_ring_work(int ring, double q, double k, double v) {
+  CpRingWork out;
+  if (ring <= 1) return out;
+  const double kv = k + v;
+  for (int r = 0; r < ring; ++r) {
+    const int lower = r, upper = ring - 1 - r;
+    const double forward = 4 * kv + 4 * q + 6 * q * lower + 3 * q * upper;
+    double dq = 0, dkv = 0;
+    if (r < ring - 1) {
+      dq = 2 * q + 3 * q * (upper - 1) + 5 * q + 6 * q * (lower);
+      dkv = kv * (4 + 6 * (upper - 1) + 3 * lower + (r == 0 ? 5 : 6));
+    } else {
+      dq = 4 * q + 6 * q * (ring - 1);
+      dkv = kv * (2 + 3 * (ring - 2) + 6);
+    }
+    out.forward_bytes = std::max(out.forward_bytes, forward);
+    out.backward_bytes = std::max(out.backward_bytes, 4 * kv + dq + dkv);
+  }
+  out.forward_kernels = 2 * ring + 1;   // the pack, P output merges, P LSE corrections
+  out.backward_kernels = 3 * ring + 2;  // two setup copies, P dQ and 2P dK/dV accumulations
+  return out;
+}
+
 }  // namespace
 
 PassCost& PassCost::operator+=(const PassCost& o) {
@@ -399,6 +436,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // all-to-alls inside groups of A adjacent CP ranks and then the p2p ring over the P = cp/A groups
   // (each rank then holds A x the sequence chunk for 1/A of the heads: the same K/V bytes per step).
   double cp_backward_ns = 0;
+  // The p2p ring's merges and accumulations around the attention kernels (cp_ring_work).
+  double cp_ring_f_ns = 0, cp_ring_i_ns = 0, cp_ring_f_launch_ns = 0, cp_ring_i_launch_ns = 0;
   if (c.cp > 1) {
     const double kv_local = (w.key + w.value) / c.tp;
     const Link link = layout_.group_link(c.tp, c.cp);
@@ -430,6 +469,14 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
         break;
       }
     }
+    // a2a+p2p: each rank then holds A x the chunk for 1/A of the heads, the same elements.
+    const CpRingWork ring = cp_ring_work(c.cp_ring_size(), tokens * w.query / c.tp, tokens * w.key / c.tp, tokens * w.value / c.tp);
+    cp_ring_f_ns = memory_ns(ring.forward_bytes);
+    cp_ring_i_ns = memory_ns(ring.backward_bytes);
+    cp_ring_f_launch_ns = ring.forward_kernels * gpu_.kernel_launch_overhead_ns;
+    cp_ring_i_launch_ns = ring.backward_kernels * gpu_.kernel_launch_overhead_ns;
+    fwd.elementwise_ns += cp_ring_f_ns;
+    fwd.launch_ns += cp_ring_f_launch_ns;
   }
   // FSDP (parameters sharded): the layer's weights are all-gathered before its forward and again
   // before its backward, and its gradients reduce-scattered after W; the next layer's gather is
@@ -455,8 +502,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   in.gemm_ns = fwd.gemm_ns;
   in.attention_ns = attention.backward;
   // The permutes' backward moves the same bytes as their forward.
-  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns) + quantize_i_ns + permute_ns;
-  in.launch_ns = fwd.launch_ns;
+  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns - cp_ring_f_ns) + quantize_i_ns + permute_ns + cp_ring_i_ns;
+  in.launch_ns = fwd.launch_ns - cp_ring_f_launch_ns + cp_ring_i_launch_ns;
   in.tp_comm_ns = tp_backward_ns;
   in.tp_comm_hidden_by_wgrad_ns = tp.hidden_by_wgrad;
   in.ep_comm_ns = fwd.ep_comm_ns;
@@ -470,6 +517,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     // Selective recompute re-runs what its modules dropped (memory_model.cc drops the same parts).
     if (c.recomputes_module("core_attn")) {
       in.attention_ns += fwd.attention_ns;
+      in.elementwise_ns += cp_ring_f_ns;  // the ring's merges run again with it
       in.flops += lf.attention_core;
     }
     if (c.recomputes_module("layernorm")) in.elementwise_ns += norm_ns;

@@ -484,6 +484,32 @@ TEST(AnalyticCost, SplitBackwardExposesWhatTheWgradWouldHide) {
   EXPECT_NEAR(cost.in_action_comm(0, Action::make(Op::I, 0, 0)).tp_ns, exposed_tp, 1e-9 * exposed_tp);
 }
 
+// CP's p2p ring (cp = 2) around the attention kernels, by hand from TE's AttnFuncWithCPAndKVP2P.
+// Rank 1, the busier: F packs K and V (read + write), copies the diagonal step's output and merges its
+// lower step into it (read out, read step, write out); I copies K/V into the ring buffer, copies dQ
+// then adds the lower step's, and copies half of dK/dV then adds the diagonal step's. All BF16. The
+// Ulysses all-to-all (a2a) runs no ring: the difference is the ring's work alone.
+TEST(AnalyticCost, CpRingMergesByHand) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig c = layout(m, 1, 1, 2, 1, 8, 8192);
+  c.cp = 2;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const sim::AnalyticCost ring(m, gpu, c, shape);
+  c.cp_comm_type = CpCommType::kA2a;
+  const sim::AnalyticCost ulysses(m, gpu, c, shape);
+  const double tokens = 8192 / 2, q = tokens * m.num_attention_heads * m.kv_channels, kv = 2 * tokens * m.num_query_groups * m.kv_channels;
+  const double rate = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;  // bytes/ns
+  const double forward = (4 * kv + 4 * q + 6 * q) / rate, backward = (4 * kv + 4 * q + 6 * q + (2 + 6) * kv) / rate;
+  const sim::StageCost& a = ring.stage(0);
+  const sim::StageCost& b = ulysses.stage(0);
+  EXPECT_NEAR((a.f.elementwise_ns - b.f.elementwise_ns) / m.num_layers, forward, 1e-6 * forward);
+  EXPECT_NEAR((a.i.elementwise_ns - b.i.elementwise_ns) / m.num_layers, backward, 1e-6 * backward);
+  EXPECT_NEAR((a.f.launch_ns - b.f.launch_ns) / m.num_layers, 5 * gpu.kernel_launch_overhead_ns, 1e-6);
+  EXPECT_NEAR((a.i.launch_ns - b.i.launch_ns) / m.num_layers, 8 * gpu.kernel_launch_overhead_ns, 1e-6);
+  EXPECT_EQ(a.w.elementwise_ns, b.w.elementwise_ns);
+}
+
 // FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
 // copy into 4 ring-exchange chunk GEMMs; the reduce-scatters ring-exchange too (Megatron-Bridge's FP8
 // configs), on all but 1 SM, then sum the 4 partial BF16 chunks (read 4 + write 1 chunk of HBM).
