@@ -341,6 +341,15 @@ AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
       // I: out-proj's and FC2's output gradients gathered by ring exchange into their dgrad GEMMs.
       out.backward = ring_gather(lf.attn_out) + (moe ? shared * gather_ns : ring_gather(fc2)) + column_backward_ns;
     }
+    // Per-tensor current scaling (FP8 tensorwise) and NVFP4 scale a tensor that is all-gathered by the
+    // amax of the whole: TE all-reduces the amax over TP before the cast, and the cast waits for it
+    // (set_quantizer_amax_reduction_group in linear.py, layernorm_linear.py, layernorm_mlp.py: F the
+    // column-parallel inputs, I the row-parallel output gradients; csrc quantizer.cpp allreduce()->wait()).
+    if (quantized && (c.precision == Precision::kNvfp4 || c.fp8_recipe == Fp8Recipe::kTensorwise)) {
+      const double amax_ns = collective_ns(2 * kFp32Bytes * ring, 2 * (c.tp - 1), link);
+      out.forward += (moe ? 1 + shared : 2) * amax_ns;
+      out.backward += (moe ? 1 + shared : 2) * amax_ns;
+    }
   }
   return out;
 }

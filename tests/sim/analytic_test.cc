@@ -344,9 +344,10 @@ TEST(AnalyticCost, SequenceParallelGathersMoveWhatTransformerEngineGathers) {
   const double tensorwise = tp_comm(Precision::kFp8, Fp8Recipe::kTensorwise);
   const double mxfp8 = tp_comm(Precision::kFp8, Fp8Recipe::kMxfp8);
   const double nvfp4 = tp_comm(Precision::kNvfp4, Fp8Recipe::kDelayed);
+  const double delayed = tp_comm(Precision::kFp8, Fp8Recipe::kDelayed);
   EXPECT_DOUBLE_EQ(mxfp8, bf16);
-  EXPECT_DOUBLE_EQ(tp_comm(Precision::kFp8, Fp8Recipe::kDelayed), tensorwise);
-  EXPECT_LT(tensorwise, nvfp4);  // 1 byte against 2 x 0.5625
+  EXPECT_GT(tensorwise, delayed);  // the same bytes, and its amax all-reduces (CurrentScalingAllReducesTheAmaxOverTp)
+  EXPECT_LT(delayed, nvfp4);       // 1 byte against 2 x 0.5625
   EXPECT_LT(nvfp4, bf16);
 }
 
@@ -508,6 +509,39 @@ TEST(AnalyticCost, CpRingMergesByHand) {
   EXPECT_NEAR((a.f.launch_ns - b.f.launch_ns) / m.num_layers, 5 * gpu.kernel_launch_overhead_ns, 1e-6);
   EXPECT_NEAR((a.i.launch_ns - b.i.launch_ns) / m.num_layers, 8 * gpu.kernel_launch_overhead_ns, 1e-6);
   EXPECT_EQ(a.w.elementwise_ns, b.w.elementwise_ns);
+}
+
+// Per-tensor current scaling (tensorwise) and NVFP4 scale an all-gathered tensor by its whole amax:
+// TE all-reduces the amax (one FP32) over TP before the cast, for QKV's and FC1's inputs in F and
+// out-proj's and FC2's output gradients in I, with or without userbuffers. Delayed scaling and MXFP8
+// do not (SequenceParallelGathersMoveWhatTransformerEngineGathers). tp = 4 over NVLink: 6 latency hops
+// each, a few bytes.
+TEST(AnalyticCost, CurrentScalingAllReducesTheAmaxOverTp) {
+  const ModelSpec m = model_preset("llama3-70b");
+  ParallelConfig c = layout(m, 4, 1, 2, 1, 8, 8192);
+  c.precision = Precision::kFp8;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
+  const GpuSpec gpu = gpu_preset("b200");
+  const auto stage = [&](Fp8Recipe recipe) {
+    c.fp8_recipe = recipe;
+    return sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  };
+  const sim::StageCost delayed = stage(Fp8Recipe::kDelayed), tensorwise = stage(Fp8Recipe::kTensorwise);
+  const double amax = 6 * gpu.nvlink_latency_ns + 2 * 4 * 0.75 / (gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency);
+  EXPECT_NEAR((tensorwise.f.tp_comm_ns - delayed.f.tp_comm_ns) / m.num_layers, 2 * amax, 1e-6 * amax);
+  EXPECT_NEAR((tensorwise.i.tp_comm_ns - delayed.i.tp_comm_ns) / m.num_layers, 2 * amax, 1e-6 * amax);
+  c.precision = Precision::kNvfp4;
+  const sim::StageCost nvfp4 = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  c.tp_comm_overlap = true;  // userbuffers gather the quantized tensor too: the amax is still reduced first
+  const sim::StageCost nvfp4_overlapped = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  c.precision = Precision::kFp8;
+  c.fp8_recipe = Fp8Recipe::kDelayed;
+  const sim::StageCost delayed_overlapped = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  c.fp8_recipe = Fp8Recipe::kTensorwise;
+  const sim::StageCost tensorwise_overlapped = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  EXPECT_NEAR((tensorwise_overlapped.f.tp_comm_ns - delayed_overlapped.f.tp_comm_ns) / m.num_layers, 2 * amax, 1e-6 * amax);
+  EXPECT_GT(nvfp4.f.tp_comm_ns, 2 * amax * m.num_layers);
+  EXPECT_GT(nvfp4_overlapped.f.tp_comm_ns, 0);
 }
 
 // FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
