@@ -425,9 +425,13 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   double quantize_f_ns = 0, quantize_i_ns = 0;
   if (quantized) {
     const double fused = quantize_fused_bytes_;
-    const double fc1_in = moe ? tokens * m.moe_router_topk * h * quantize_bytes_ : norm_tokens * h * fused;
+    // A MoE layer's experts see the routed copies: each SP shard's tokens x top-k, gathered over ETP.
+    const double routed_rows = norm_tokens * m.moe_router_topk * c.expert_tp();
+    const double fc1_in = moe ? routed_rows * h * quantize_bytes_ : norm_tokens * h * fused;
     quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_ + fc1_in + tokens * w.mlp / c.tp * fused);
-    quantize_i_ns = memory_ns(tokens * (2 * h + (w.query + w.key + w.value) / c.tp) * quantize_bytes_ + tokens * w.mlp_up / c.tp * fused);
+    const double fc2_grad_rows = moe ? routed_rows : tokens;
+    quantize_i_ns = memory_ns((tokens * (h + (w.query + w.key + w.value) / c.tp) + fc2_grad_rows * h) * quantize_bytes_ +
+                              tokens * w.mlp_up / c.tp * fused);
     fwd.elementwise_ns += quantize_f_ns;
     fwd.launch_ns += kFp8KernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   }

@@ -544,6 +544,30 @@ TEST(AnalyticCost, CurrentScalingAllReducesTheAmaxOverTp) {
   EXPECT_GT(nvfp4_overlapped.f.tp_comm_ns, 0);
 }
 
+// FP8 quantization traffic of a MoE layer by hand (delayed scaling: 4 B per element unfused, 2 fused
+// into the norm or activation): the experts' FC1 input and FC2 output gradient are quantized per routed
+// copy (tokens x top-k rows), the attention side's per token.
+TEST(AnalyticCost, MoeQuantizationCountsTheRoutedCopies) {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  ParallelConfig c = layout(m, 1, 1, 8, 1, 8, 4096);
+  c.ep = 8;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const sim::StageCost bf16 = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  c.precision = Precision::kFp8;
+  c.fp8_recipe = Fp8Recipe::kDelayed;
+  const sim::StageCost fp8 = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  for (int l = 0; l < m.num_layers; ++l) ASSERT_TRUE(m.is_moe_layer(l));
+  const double t = 4096, h = m.hidden_size, k = m.moe_router_topk;
+  const double q = m.num_attention_heads * m.kv_channels, kv = 2.0 * m.num_query_groups * m.kv_channels;
+  const double mlp = k * m.moe_ffn_hidden_size;
+  const double rate = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;
+  const double forward = (t * h * 2 + t * q * 4 + t * k * h * 4 + t * mlp * 2) / rate;
+  const double backward = (t * (h + q + kv) * 4 + t * k * h * 4 + t * 2 * mlp * 2) / rate;
+  EXPECT_NEAR((fp8.f.elementwise_ns - bf16.f.elementwise_ns) / m.num_layers, forward, 1e-6 * forward);
+  EXPECT_NEAR((fp8.i.elementwise_ns - bf16.i.elementwise_ns) / m.num_layers, backward, 1e-6 * backward);
+}
+
 // FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
 // copy into 4 ring-exchange chunk GEMMs; the reduce-scatters ring-exchange too (Megatron-Bridge's FP8
 // configs), on all but 1 SM, then sum the 4 partial BF16 chunks (read 4 + write 1 chunk of HBM).
