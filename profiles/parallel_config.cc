@@ -161,6 +161,8 @@ const std::array kFields = {
     Field{"overlap_moe_expert_parallel_comm", &ParallelConfig::overlap_moe_expert_parallel_comm},
     Field{"delay_wgrad_compute", &ParallelConfig::delay_wgrad_compute},
     Field{"moe_load_imbalance", &ParallelConfig::moe_load_imbalance},
+    Field{"moe_expert_capacity_factor", &ParallelConfig::moe_expert_capacity_factor},
+    Field{"moe_pad_expert_input_to_capacity", &ParallelConfig::moe_pad_expert_input_to_capacity},
     Field{"tp_comm_overlap", &ParallelConfig::tp_comm_overlap},
     Field{"cp_comm_type", &ParallelConfig::cp_comm_type},
     Field{"hierarchical_context_parallel_sizes", &ParallelConfig::hierarchical_context_parallel_sizes},
@@ -264,6 +266,11 @@ int ParallelConfig::cp_ring_size() const {
   return 1;
 }
 
+double ParallelConfig::moe_busiest_load() const {
+  if (moe_expert_capacity_factor <= 0) return moe_load_imbalance;
+  return moe_pad_expert_input_to_capacity ? moe_expert_capacity_factor : std::min(moe_load_imbalance, moe_expert_capacity_factor);
+}
+
 int ParallelConfig::microbatches() const {
   if (mbs <= 0 || dp <= 0) {
     throw ConfigError("microbatches() needs mbs > 0 and a resolved dp > 0 (got mbs=" + str(mbs) +
@@ -325,6 +332,18 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (!(c.moe_load_imbalance >= 1 && c.moe_load_imbalance <= 64)) {
     error("moe_load_imbalance", "range",
           "moe_load_imbalance=" + std::to_string(c.moe_load_imbalance) + " must be within [1, 64] (busiest rank's tokens / the mean)");
+  }
+  if (!(c.moe_expert_capacity_factor >= 0 && c.moe_expert_capacity_factor <= 64)) {
+    error("moe_expert_capacity_factor", "range",
+          "moe_expert_capacity_factor=" + std::to_string(c.moe_expert_capacity_factor) + " must be within [0, 64] (0 = dropless)");
+  }
+  if (c.moe_pad_expert_input_to_capacity && !(c.moe_expert_capacity_factor > 0)) {
+    error("moe_pad_expert_input_to_capacity", "needs_capacity_factor",
+          "moe_pad_expert_input_to_capacity needs moe_expert_capacity_factor > 0 (Megatron: the capacity it pads to)");
+  }
+  if (c.moe_pad_expert_input_to_capacity && c.moe_token_dispatcher_type == MoeDispatcher::kFlex && c.moe_flex_dispatcher_backend == "deepep") {
+    error("moe_pad_expert_input_to_capacity", "deepep_is_dropless",
+          "moe_pad_expert_input_to_capacity is not supported by moe_token_dispatcher_type=flex with moe_flex_dispatcher_backend=deepep (Megatron)");
   }
   if (c.moe_flex_dispatcher_backend != "deepep" && c.moe_flex_dispatcher_backend != "hybridep") {
     error("moe_flex_dispatcher_backend", "name",

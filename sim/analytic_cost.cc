@@ -102,6 +102,7 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   elementwise_ns += o.elementwise_ns;
   tp_comm_ns += o.tp_comm_ns;
   ep_comm_ns += o.ep_comm_ns;
+  ep_host_gap_ns += o.ep_host_gap_ns;
   cp_comm_ns += o.cp_comm_ns;
   launch_ns += o.launch_ns;
   tp_comm_hidden_by_wgrad_ns += o.tp_comm_hidden_by_wgrad_ns;
@@ -194,6 +195,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.f_exposed_comm_ns = c.f.tp_comm_ns + c.f.cp_comm_ns + c.f.dp_comm_ns;
     t.b_exposed_comm_ns = b.tp_comm_ns + b.cp_comm_ns + b.dp_comm_ns;
     t.f_ep_ns = c.f.ep_comm_ns;
+    t.f_dispatch_ns = (c.f.ep_comm_ns - c.f.ep_host_gap_ns) / 2 + c.f.ep_host_gap_ns;
     t.b_ep_ns = b.ep_comm_ns;
     t.f_expert_ns = c.f.expert_ns;
     t.b_expert_ns = b.expert_ns;
@@ -393,10 +395,10 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const double local_experts = moe ? std::max(1.0, static_cast<double>(m.num_experts) / c.ep) : 1;
   // The linear layers' GEMMs run in FP8 or NVFP4 when asked (linear_ns); the router stays BF16.
   const double qkv_ns = linear_ns(lf.qkv, 1, quantized), out_ns = linear_ns(lf.attn_out, 1, quantized);
-  // MoE: the busiest EP rank's experts see moe_load_imbalance x the mean tokens; every rank waits
+  // MoE: the busiest EP rank's experts see moe_busiest_load() x the mean tokens; every rank waits
   // for it at the combine. Shared experts are not routed.
   const double shared_share = moe && m.moe_shared_expert_intermediate_size > 0 ? m.moe_shared_expert_intermediate_size / w.mlp : 0;
-  const double expert_skew = moe ? shared_share + (1 - shared_share) * c.moe_load_imbalance : 1;
+  const double expert_skew = moe ? shared_share + (1 - shared_share) * c.moe_busiest_load() : 1;
   const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts, quantized) * expert_skew + gemm_ns(lf.router, 1);
   PassCost fwd;
   fwd.gemm_ns = qkv_ns + out_ns + mlp_ns;
@@ -440,8 +442,14 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const TpCommNs tp = tp_comm_ns(layer);
   fwd.tp_comm_ns = tp.forward;
   const double tp_backward_ns = tp.backward;
-  // EP: the token dispatch and the combine, each with its expert-TP gather or scatter.
+  // EP: the token dispatch and the combine, each with its expert-TP gather or scatter. A dropless
+  // dispatch waits for the host (the token counts copied to it; Megatron token_dispatcher.py, DeepEP's
+  // and HybridEP's CPU waits): the GPU idles while the host refills the emptied launch queue.
   fwd.ep_comm_ns = 2 * dispatch.comm_ns;
+  if (moe && c.moe_dispatch_waits_for_host()) {
+    fwd.ep_host_gap_ns = gpu_.moe_sync_gap_ns;
+    fwd.ep_comm_ns += fwd.ep_host_gap_ns;
+  }
   // CP (TE's cp_comm_type): p2p passes each rank's K/V chunk around the ring, exposed only beyond the
   // attention kernel (I: K/V and dK/V, twice the bytes, beside the backward kernel); all_gather gathers all K/V first, not overlapped
   // (I: gathered again and dK/V reduce-scattered); a2a (Ulysses) trades sequence for heads with four
@@ -519,7 +527,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   in.launch_ns = fwd.launch_ns - cp_ring_f_launch_ns + cp_ring_i_launch_ns;
   in.tp_comm_ns = tp_backward_ns;
   in.tp_comm_hidden_by_wgrad_ns = tp.hidden_by_wgrad;
-  in.ep_comm_ns = fwd.ep_comm_ns;
+  in.ep_comm_ns = 2 * dispatch.comm_ns;  // the backward reuses the forward's counts: no wait
   in.cp_comm_ns = cp_backward_ns;
   in.flops = lf.input_grad();
   if (moe) in.expert_ns = mlp_ns + 2 * act_ns + permute_ns;
@@ -544,6 +552,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       in.flops += lf.mlp + lf.router;
       if (moe) {  // the dispatch, combine and permutes run again
         in.ep_comm_ns += fwd.ep_comm_ns;
+        in.ep_host_gap_ns += fwd.ep_host_gap_ns;
         in.elementwise_ns += permute_ns;
         in.expert_ns += fwd.expert_ns;
       }
@@ -623,9 +632,10 @@ std::array<AnalyticCost::PairedPhase, 4> AnalyticCost::paired_phases(int f_stage
     return PairedPhase{name, compute, transfer, std::max(transfer, compute + ep_sm_share_ * transfer)};
   };
   const double f_attention = f.f_compute_ns - f.f_expert_ns, b_attention = b.b_compute_ns - b.b_expert_ns;
-  const double f_half = f.f_ep_ns / 2, b_half = b.b_ep_ns / 2;  // dispatch and combine move the same bytes
-  return {phase("F attention & dense | B combine", f_attention, b_half), phase("B experts | F dispatch", b.b_expert_ns, f_half),
-          phase("F experts | B dispatch", f.f_expert_ns, b_half), phase("B attention & dense | F combine", b_attention, f_half)};
+  // Dispatch and combine move the same bytes; F's dispatch also holds the host gap after its sync.
+  const double f_dispatch = f.f_dispatch_ns, f_combine = f.f_ep_ns - f.f_dispatch_ns, b_half = b.b_ep_ns / 2;
+  return {phase("F attention & dense | B combine", f_attention, b_half), phase("B experts | F dispatch", b.b_expert_ns, f_dispatch),
+          phase("F experts | B dispatch", f.f_expert_ns, b_half), phase("B attention & dense | F combine", b_attention, f_combine)};
 }
 
 double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {
@@ -660,11 +670,11 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
   }
   if (p.expert_ns <= 0 && p.ep_comm_ns <= 0) return out;
   // Not overlapped: each transfer is exposed whole. The backward meets combine before dispatch.
-  const double half = p.ep_comm_ns / 2, attention = p.compute_ns() - p.expert_ns;
+  const double half = (p.ep_comm_ns - p.ep_host_gap_ns) / 2, attention = p.compute_ns() - p.expert_ns;
   const double other = p.tp_comm_ns + p.cp_comm_ns + p.dp_comm_ns;
   if (a.op == Op::F) {
     add(kNonExpert, attention, 0, 0);
-    add("dispatch", half, half, half);
+    add("dispatch", half + p.ep_host_gap_ns, half + p.ep_host_gap_ns, half + p.ep_host_gap_ns);
     add("experts", p.expert_ns, 0, 0);
     add("combine", half, half, half);
   } else {

@@ -54,8 +54,9 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
   const double token_bytes = model.hidden_size * static_cast<double>(kBf16Bytes);
   const double copies = tokens * k;  // (token, expert) pairs this GPU routes
   const double local_experts = std::max(1.0, static_cast<double>(model.num_experts) / c.ep);
-  // The busiest rank receives moe_load_imbalance x the mean; every rank waits for it.
-  const double skew = c.moe_load_imbalance;
+  // The busiest rank receives moe_busiest_load() x the mean (capped or padded to the capacity); every
+  // rank waits for it.
+  const double skew = c.moe_busiest_load();
   const EpPlacement at = ep_placement(c.ep, etp, gpu.gpus_per_node);
   const double ep = at.ep, g = at.ranks_per_node;
   // The expert grid's groups start at a node boundary: ETP fastest, then EP (MoE parallel folding).

@@ -217,6 +217,42 @@ TEST_F(ParallelRules, AllgatherDispatcherAcrossNodesWarns) {
   EXPECT_FALSE(has_rule(check(c, mixtral, gpu_preset("h100-sxm")).warnings, "moe_token_dispatcher_type", "allgather_across_nodes"));
 }
 
+// Megatron's token drop: an expert computes at most capacity_factor x the mean tokens, exactly that
+// when padded; padding needs the factor, and DeepEP is dropless only.
+TEST_F(ParallelRules, CapacityFactorCapsOrPadsTheBusiestExperts) {
+  const ModelSpec qwen = model_preset("qwen3-30b-a3b");
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = 1;
+  c.ep = 8;
+  c.world = 8;
+  c.gbs = 8;
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  c.moe_load_imbalance = 1.5;
+  EXPECT_EQ(c.moe_busiest_load(), 1.5);
+  EXPECT_TRUE(c.moe_dispatch_waits_for_host());
+  c.moe_expert_capacity_factor = 1.25;
+  EXPECT_EQ(c.moe_busiest_load(), 1.25);  // the rest dropped
+  c.moe_load_imbalance = 1;
+  EXPECT_EQ(c.moe_busiest_load(), 1);
+  c.moe_pad_expert_input_to_capacity = true;
+  EXPECT_EQ(c.moe_busiest_load(), 1.25);  // padded up to the capacity
+  EXPECT_FALSE(c.moe_dispatch_waits_for_host());
+  EXPECT_TRUE(check(c, qwen, gpu_preset("h100-sxm")).ok());
+
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  c.moe_flex_dispatcher_backend = "deepep";
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu_preset("h100-sxm")).errors, "moe_pad_expert_input_to_capacity", "deepep_is_dropless"));
+  c.moe_flex_dispatcher_backend = "hybridep";
+  EXPECT_TRUE(check(c, qwen, gpu_preset("h100-sxm")).ok());
+  c.moe_expert_capacity_factor = 0;
+  const ConfigCheck unpadded = check(c, qwen, gpu_preset("h100-sxm"));
+  EXPECT_TRUE(has_rule(unpadded.errors, "moe_pad_expert_input_to_capacity", "needs_capacity_factor"));
+  EXPECT_THAT(all_messages(unpadded.errors), HasSubstr("moe_pad_expert_input_to_capacity needs moe_expert_capacity_factor > 0"));
+  c.moe_expert_capacity_factor = -1;
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu_preset("h100-sxm")).errors, "moe_expert_capacity_factor", "range"));
+}
+
 TEST_F(ParallelRules, RequireValidJoinsEveryError) {
   ParallelConfig c = good_config();
   c.stage_layers = {80};

@@ -568,6 +568,33 @@ TEST(AnalyticCost, MoeQuantizationCountsTheRoutedCopies) {
   EXPECT_NEAR((fp8.i.elementwise_ns - bf16.i.elementwise_ns) / m.num_layers, backward, 1e-6 * backward);
 }
 
+// A dropless dispatch waits for the host once per MoE layer forward (the token counts copied to it):
+// the GPU idles moe_sync_gap_ns. Padded to capacity (token drop) it does not; the backward never does.
+// With a balanced router and capacity 1 the transfers and expert GEMMs are the same either way.
+TEST(AnalyticCost, DroplessDispatchWaitsForTheHostOncePerLayerForward) {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  ParallelConfig c = layout(m, 1, 1, 8, 1, 8, 4096);
+  c.ep = 8;
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  gpu.moe_sync_gap_ns = 500e3;
+  const sim::StageCost dropless = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  c.moe_expert_capacity_factor = 1;
+  c.moe_pad_expert_input_to_capacity = true;
+  const sim::StageCost padded = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  EXPECT_NEAR(dropless.f.ep_host_gap_ns, 500e3 * m.num_layers, 1e-3);
+  EXPECT_NEAR(dropless.f.ep_comm_ns - padded.f.ep_comm_ns, 500e3 * m.num_layers, 1e-3);
+  EXPECT_EQ(padded.f.ep_host_gap_ns, 0);
+  EXPECT_EQ(dropless.i.ep_comm_ns, padded.i.ep_comm_ns);
+  EXPECT_EQ(dropless.f.gemm_ns, padded.f.gemm_ns);
+  // Capacity 1.25, padded: every expert computes and receives 1.25 x the mean.
+  c.moe_expert_capacity_factor = 1.25;
+  const sim::StageCost wide = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  EXPECT_GT(wide.f.expert_ns, padded.f.expert_ns);
+  EXPECT_NEAR(wide.i.ep_comm_ns - 1.25 * padded.i.ep_comm_ns, 0, 0.01 * padded.i.ep_comm_ns);
+}
+
 // FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
 // copy into 4 ring-exchange chunk GEMMs; the reduce-scatters ring-exchange too (Megatron-Bridge's FP8
 // configs), on all but 1 SM, then sum the 4 partial BF16 chunks (read 4 + write 1 chunk of HBM).

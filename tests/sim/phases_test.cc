@@ -72,19 +72,23 @@ TEST_F(Phases, EachMoeActionSplitsIntoItsDurationAndItsExposedCommunication) {
 }
 
 // With the alltoall dispatcher no SMs go to the transfer: each phase is the longer of its compute
-// and the other half's transfer (docs/simulator.md, "F&B units").
+// and the other half's transfer (docs/simulator.md, "F&B units"). F's dispatch also holds the GPU
+// idle after its wait for the host (dropless).
 TEST_F(Phases, OverlappedPhasesAreTheLongerOfComputeAndTransferByHand) {
   const sim::PassCost& f = cost_.stage(1).f;
   sim::PassCost b = cost_.stage(6).i;
   b += cost_.stage(6).w;
-  const double f_half = f.ep_comm_ns / 2, b_half = b.ep_comm_ns / 2;
+  ASSERT_GT(f.ep_host_gap_ns, 0);
+  EXPECT_EQ(b.ep_host_gap_ns, 0);  // the backward reuses the forward's token counts
+  const double f_combine = (f.ep_comm_ns - f.ep_host_gap_ns) / 2, f_dispatch = f_combine + f.ep_host_gap_ns;
+  const double b_half = b.ep_comm_ns / 2;
   const double f_attention = f.compute_ns() - f.expert_ns, b_attention = b.compute_ns() - b.expert_ns;
   const std::vector<Phase> phases = cost_.phases(0, Action::overlap(1, 0, 6, 0));
   ASSERT_EQ(phases.size(), 5u);
-  const double by_hand[] = {std::max(f_attention, b_half), std::max(b.expert_ns, f_half), std::max(f.expert_ns, b_half),
-                            std::max(b_attention, f_half)};
+  const double by_hand[] = {std::max(f_attention, b_half), std::max(b.expert_ns, f_dispatch), std::max(f.expert_ns, b_half),
+                            std::max(b_attention, f_combine)};
   const double compute[] = {f_attention, b.expert_ns, f.expert_ns, b_attention};
-  const double transfer[] = {b_half, f_half, b_half, f_half};
+  const double transfer[] = {b_half, f_dispatch, b_half, f_combine};
   for (int k = 0; k < 4; ++k) {
     EXPECT_NEAR(static_cast<double>(phases[k].ns), by_hand[k], 1) << phases[k].name;
     EXPECT_NEAR(static_cast<double>(phases[k].comm_ns), transfer[k], 1) << phases[k].name;

@@ -50,6 +50,10 @@ struct GpuSpec {
   double nvlink_latency_ns = 0;      // per-message alpha of an NVLink transfer (NCCL level)
   double nic_latency_ns = 0;         // per-message alpha across the scale-out network
   double kernel_launch_overhead_ns = 0;  // gap per kernel launch not hidden by queueing
+  /// GPU idle per MoE layer forward whose token dispatcher waits for the host (dropless: the token
+  /// counts copied to the host), while the host refills the launch queue the wait emptied. A property
+  /// of the node's host and software as much as of the GPU; 0 = not modelled.
+  double moe_sync_gap_ns = 0;
   std::vector<GemmEfficiencyPoint> gemm_efficiency_curve;  // BF16, of peak_bf16_tflops; strictly increasing flops
   /// FP8 GEMMs, of peak_fp8_tflops (quantization kernels not included); empty = the BF16 curve.
   std::vector<GemmEfficiencyPoint> fp8_gemm_efficiency_curve;

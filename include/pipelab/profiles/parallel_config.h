@@ -116,6 +116,8 @@ struct ParallelConfig {
   bool overlap_moe_expert_parallel_comm = false;  // 1F1B all-to-all overlap: merged F and B of adjacent microbatches
   bool delay_wgrad_compute = false;               // with the overlap: expert wgrad after the combine
   double moe_load_imbalance = 1.0;                // busiest rank's tokens / the mean (NVIDIA's tables force 1)
+  double moe_expert_capacity_factor = 0;          // an expert's capacity / the mean tokens, beyond it dropped; 0 = dropless (Megatron's None)
+  bool moe_pad_expert_input_to_capacity = false;  // every expert padded to its capacity (needs the factor)
   bool tp_comm_overlap = false;                   // TE userbuffers: TP collectives pipelined with the GEMMs
   CpCommType cp_comm_type = CpCommType::kP2p;
   // a2a+p2p: {a2a group, p2p group} sizes, a2a over adjacent CP ranks (Megatron's
@@ -133,6 +135,13 @@ struct ParallelConfig {
   /// Ranks in CP's p2p ring, each step of which moves one K/V chunk: cp for p2p, a2a+p2p's p2p size P,
   /// 1 without a ring (cp = 1, all_gather, a2a). A valid a2a+p2p config holds both sizes when cp > 1.
   int cp_ring_size() const;
+  /// MoE: the busiest EP rank's routed tokens / the mean, as its experts compute them and the dispatch
+  /// moves them: moe_load_imbalance, capped at the capacity factor (tokens beyond it dropped), or the
+  /// capacity itself when padded to it.
+  double moe_busiest_load() const;
+  /// MoE: whether the token dispatch waits for the host (the token counts copied to the host, needed
+  /// for the all-to-all splits and grouped GEMM sizes); not when padded to capacity (static shapes).
+  bool moe_dispatch_waits_for_host() const { return !moe_pad_expert_input_to_capacity; }
   /// Expert data parallel: the ranks of tp * cp * dp that hold the same experts, (tp*cp*dp) / (ep*etp).
   int expert_dp() const;
   /// Whether selective recompute re-runs `module` (Megatron's --recompute-modules; core_attn when

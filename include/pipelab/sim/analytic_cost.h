@@ -42,6 +42,7 @@ struct PassCost {
   double elementwise_ns = 0;
   double tp_comm_ns = 0;
   double ep_comm_ns = 0;
+  double ep_host_gap_ns = 0;  // of ep_comm_ns, F only: the GPU idle after the dispatch waits for the host
   double cp_comm_ns = 0;  // exposed part only
   double dp_comm_ns = 0;  // FSDP's per-layer weight gathers and gradient reduce-scatters, exposed part only
   double launch_ns = 0;
@@ -155,6 +156,7 @@ class AnalyticCost final : public CostModel {
     double f_compute_ns = 0, b_compute_ns = 0;            // F, and I + W, without communication
     double f_exposed_comm_ns = 0, b_exposed_comm_ns = 0;  // TP + exposed CP
     double f_ep_ns = 0, b_ep_ns = 0;                      // EP dispatch + combine (hidden by F&B overlap)
+    double f_dispatch_ns = 0;                             // of f_ep_ns, the dispatch: half the transfer + the host gap
     double f_expert_ns = 0, b_expert_ns = 0;              // the experts' share of the compute
   };
 

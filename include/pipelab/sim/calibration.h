@@ -32,9 +32,10 @@ enum class CalibrationParam : std::uint8_t {
   CollectiveEfficiency,       // GpuSpec::collective_efficiency
   KernelLaunchOverheadNs,     // GpuSpec::kernel_launch_overhead_ns
   MemoryBandwidthEfficiency,  // GpuSpec::memory_bandwidth_efficiency
+  MoeSyncGapNs,               // GpuSpec::moe_sync_gap_ns
 };
 
-inline constexpr std::array<EnumName<CalibrationParam>, 7> kCalibrationParamNames = {{
+inline constexpr std::array<EnumName<CalibrationParam>, 8> kCalibrationParamNames = {{
     {CalibrationParam::GemmScale, "gemm_scale"},
     {CalibrationParam::Fp8GemmScale, "fp8_gemm_scale"},
     {CalibrationParam::Fp4GemmScale, "fp4_gemm_scale"},
@@ -42,6 +43,7 @@ inline constexpr std::array<EnumName<CalibrationParam>, 7> kCalibrationParamName
     {CalibrationParam::CollectiveEfficiency, "collective_efficiency"},
     {CalibrationParam::KernelLaunchOverheadNs, "kernel_launch_overhead_ns"},
     {CalibrationParam::MemoryBandwidthEfficiency, "memory_bandwidth_efficiency"},
+    {CalibrationParam::MoeSyncGapNs, "moe_sync_gap_ns"},
 }};
 
 /// The search interval of a parameter; the search runs in log space between the bounds.
