@@ -618,9 +618,12 @@ Breakdown breakdown(const PlanRequest& r, const PlanPoint& p) {
   const sim::AnalyticCost cost(r.model, q.gpu, split, shape);
   Breakdown b;
   const double m = shape.microbatches_per_chain();
+  // A schedule that runs W apart from I leaves nothing beside I to hide what the wgrad would.
+  const bool splits_backward = find_schedule(o.schedule).splits_backward;
   for (int s = 0; s < shape.stages; ++s) {
     const sim::StageCost& c = cost.stage(s);
-    for (const sim::PassCost* pass : {&c.f, &c.i, &c.w}) {
+    const sim::PassCost i = splits_backward ? c.i.without_wgrad() : c.i;
+    for (const sim::PassCost* pass : {&c.f, &i, &c.w}) {
       b.compute_ns += m * pass->compute_ns();
       b.tp_comm_ns += m * pass->tp_comm_ns;
       b.ep_comm_ns += m * pass->ep_comm_ns;

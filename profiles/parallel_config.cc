@@ -342,7 +342,7 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
           "moe_pad_expert_input_to_capacity needs moe_expert_capacity_factor > 0 (Megatron: the capacity it pads to)");
   }
   if (c.moe_pad_expert_input_to_capacity && c.moe_token_dispatcher_type == MoeDispatcher::kFlex && c.moe_flex_dispatcher_backend == "deepep") {
-    error("moe_pad_expert_input_to_capacity", "deepep_is_dropless",
+    error("moe_pad_expert_input_to_capacity", "deepep_cannot_pad",
           "moe_pad_expert_input_to_capacity is not supported by moe_token_dispatcher_type=flex with moe_flex_dispatcher_backend=deepep (Megatron)");
   }
   if (c.moe_flex_dispatcher_backend != "deepep" && c.moe_flex_dispatcher_backend != "hybridep") {

@@ -61,35 +61,43 @@ constexpr double kMxfp8GemmFactor = 6.812 / 7.161;
 // q, k, v: the rank's Q, K and V elements. Rank r of P runs the diagonal step causal, r "lower" steps
 // (all its queries against half the keys) and P-1-r "upper" ones (half its queries against all keys).
 // F: K and V packed into one send buffer (torch.cat), then one merge per step into the BF16 output
-// (the first a copy, a lower step a full read-modify-write, an upper one half of it; the FP32 LSE
-// corrections, 1/head_dim of these, left out). I: K/V copied into the ring buffer, then dQ and dK/dV
-// added per step (copy, half or full add), dK/dV into the buffer that carries them around the ring.
-// The ring couples the ranks step by step, so the busiest rank's bytes are charged.
+// (the first a copy, a lower step a full read-modify-write, an upper one half of it) and one LSE
+// correction per step (FP32, 1/head_dim of the output: its bytes left out). I: K/V copied into the
+// ring buffer (and, but on the last rank, the LSE made contiguous), then dQ and dK/dV added per step
+// (copy, half or full add; rank 0's diagonal step a half add and a half copy each), dK/dV into the
+// buffer that carries them around the ring. The ring couples the ranks step by step, so the busiest
+// rank's work is charged: the one whose bytes at `ns_per_byte` and kernels at `launch_ns` take longest.
 struct CpRingWork {
   double forward_bytes = 0, backward_bytes = 0;
   int forward_kernels = 0, backward_kernels = 0;
 };
 
-CpRingWork cp_ring_work(int ring, double q, double k, double v) {
+CpRingWork cp_ring_work(int ring, double q, double k, double v, double ns_per_byte, double launch_ns) {
   CpRingWork out;
   if (ring <= 1) return out;
   const double kv = k + v;
+  const auto busier = [&](double bytes, int kernels, double& out_bytes, int& out_kernels) {
+    if (bytes * ns_per_byte + kernels * launch_ns > out_bytes * ns_per_byte + out_kernels * launch_ns) {
+      out_bytes = bytes;
+      out_kernels = kernels;
+    }
+  };
   for (int r = 0; r < ring; ++r) {
     const int lower = r, upper = ring - 1 - r;
-    const double forward = 4 * kv + 4 * q + 6 * q * lower + 3 * q * upper;
+    busier(4 * kv + 4 * q + 6 * q * lower + 3 * q * upper, 2 * ring + 1, out.forward_bytes, out.forward_kernels);
     double dq = 0, dkv = 0;
+    int kernels = 0;
     if (r < ring - 1) {
-      dq = 2 * q + 3 * q * (upper - 1) + 5 * q + 6 * q * (lower);
+      dq = 2 * q + 3 * q * (upper - 1) + 5 * q + 6 * q * lower;
       dkv = kv * (4 + 6 * (upper - 1) + 3 * lower + (r == 0 ? 5 : 6));
+      kernels = 2 + (ring + 1) + 2 * ring + (r == 0 ? 2 : 0);
     } else {
       dq = 4 * q + 6 * q * (ring - 1);
       dkv = kv * (2 + 3 * (ring - 2) + 6);
+      kernels = 1 + ring + 2 * ring;
     }
-    out.forward_bytes = std::max(out.forward_bytes, forward);
-    out.backward_bytes = std::max(out.backward_bytes, 4 * kv + dq + dkv);
+    busier(4 * kv + dq + dkv, kernels, out.backward_bytes, out.backward_kernels);
   }
-  out.forward_kernels = 2 * ring + 1;   // the pack, P output merges, P LSE corrections
-  out.backward_kernels = 3 * ring + 2;  // two setup copies, P dQ and 2P dK/dV accumulations
   return out;
 }
 
@@ -195,7 +203,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.f_exposed_comm_ns = c.f.tp_comm_ns + c.f.cp_comm_ns + c.f.dp_comm_ns;
     t.b_exposed_comm_ns = b.tp_comm_ns + b.cp_comm_ns + b.dp_comm_ns;
     t.f_ep_ns = c.f.ep_comm_ns;
-    t.f_dispatch_ns = (c.f.ep_comm_ns - c.f.ep_host_gap_ns) / 2 + c.f.ep_host_gap_ns;
+    t.f_host_gap_ns = c.f.ep_host_gap_ns;
     t.b_ep_ns = b.ep_comm_ns;
     t.f_expert_ns = c.f.expert_ns;
     t.b_expert_ns = b.expert_ns;
@@ -410,7 +418,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const double rope_bytes = 2 * (w.query / c.tp + w.key / c.tp) * kBf16Bytes;  // read + write Q and K
   const double act_bytes = (w.mlp_up + w.mlp) / c.tp * kBf16Bytes;
   const double norm_ns = memory_ns(norm_tokens * 4 * h * kBf16Bytes);
-  const double act_ns = memory_ns(tokens * act_bytes);
+  const double act_ns = memory_ns(tokens * act_bytes) * expert_skew;  // the MoE activation on the busiest rank's rows
   fwd.elementwise_ns = norm_ns + act_ns + memory_ns(norm_tokens * 6 * h * kBf16Bytes + tokens * rope_bytes);
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   fwd.flops = lf.forward();
@@ -427,13 +435,15 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   double quantize_f_ns = 0, quantize_i_ns = 0;
   if (quantized) {
     const double fused = quantize_fused_bytes_;
-    // A MoE layer's experts see the routed copies: each SP shard's tokens x top-k, gathered over ETP.
-    const double routed_rows = norm_tokens * m.moe_router_topk * c.expert_tp();
+    // A MoE layer's experts see the routed copies: each SP shard's tokens x top-k, gathered over ETP,
+    // on the busiest rank x its load.
+    const double routed_rows = norm_tokens * m.moe_router_topk * c.expert_tp() * c.moe_busiest_load();
     const double fc1_in = moe ? routed_rows * h * quantize_bytes_ : norm_tokens * h * fused;
-    quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_ + fc1_in + tokens * w.mlp / c.tp * fused);
+    quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_ + fc1_in +
+                              tokens * w.mlp / c.tp * fused * expert_skew);
     const double fc2_grad_rows = moe ? routed_rows : tokens;
     quantize_i_ns = memory_ns((tokens * (h + (w.query + w.key + w.value) / c.tp) + fc2_grad_rows * h) * quantize_bytes_ +
-                              tokens * w.mlp_up / c.tp * fused);
+                              tokens * w.mlp_up / c.tp * fused * expert_skew);
     fwd.elementwise_ns += quantize_f_ns;
     fwd.launch_ns += kFp8KernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   }
@@ -491,7 +501,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       }
     }
     // a2a+p2p: each rank then holds A x the chunk for 1/A of the heads, the same elements.
-    const CpRingWork ring = cp_ring_work(c.cp_ring_size(), tokens * w.query / c.tp, tokens * w.key / c.tp, tokens * w.value / c.tp);
+    const CpRingWork ring = cp_ring_work(c.cp_ring_size(), tokens * w.query / c.tp, tokens * w.key / c.tp, tokens * w.value / c.tp,
+                                         memory_ns(1), gpu_.kernel_launch_overhead_ns);
     cp_ring_f_ns = memory_ns(ring.forward_bytes);
     cp_ring_i_ns = memory_ns(ring.backward_bytes);
     cp_ring_f_launch_ns = ring.forward_kernels * gpu_.kernel_launch_overhead_ns;
@@ -511,7 +522,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   if (pass == Pass::W) {
     PassCost wgrad;  // wgrad GEMMs only
     wgrad.gemm_ns = fwd.gemm_ns;
-    wgrad.launch_ns = fwd.launch_ns / 2;
+    wgrad.launch_ns = (fwd.launch_ns - cp_ring_f_launch_ns) / 2;
     wgrad.flops = lf.weight_grad();
     if (moe) wgrad.expert_ns = mlp_ns;
     wgrad.dp_comm_ns = std::max(0.0, fsdp_layer_ns(layer, /*gradients=*/true) - wgrad.compute_ns());
@@ -538,7 +549,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     // Selective recompute re-runs what its modules dropped (memory_model.cc drops the same parts).
     if (c.recomputes_module("core_attn")) {
       in.attention_ns += fwd.attention_ns;
-      in.elementwise_ns += cp_ring_f_ns;  // the ring's merges run again with it
+      in.elementwise_ns += cp_ring_f_ns;  // TE re-runs the whole CP attention: the ring and its merges
+      in.launch_ns += cp_ring_f_launch_ns;
+      in.cp_comm_ns += fwd.cp_comm_ns;
       in.flops += lf.attention_core;
     }
     if (c.recomputes_module("layernorm")) in.elementwise_ns += norm_ns;
@@ -627,15 +640,17 @@ std::array<AnalyticCost::PairedPhase, 4> AnalyticCost::paired_phases(int f_stage
   const StageTotals& f = totals_[static_cast<std::size_t>(f_stage)];
   const StageTotals& b = totals_[static_cast<std::size_t>(b_stage)];
   // While the EP kernels run they hold a share of the GPU's SMs, so the compute beside them runs at
-  // (1 - share): C + share x E when the compute outlasts the transfer E, else E itself.
-  auto phase = [&](const char* name, double compute, double transfer) {
-    return PairedPhase{name, compute, transfer, std::max(transfer, compute + ep_sm_share_ * transfer)};
+  // (1 - share): C + share x E when the compute outlasts the transfer E, else E itself. Of E, `idle`
+  // is the GPU waiting for the host, when no EP kernel holds SMs.
+  auto phase = [&](const char* name, double compute, double transfer, double idle) {
+    return PairedPhase{name, compute, transfer, std::max(transfer, compute + ep_sm_share_ * (transfer - idle))};
   };
   const double f_attention = f.f_compute_ns - f.f_expert_ns, b_attention = b.b_compute_ns - b.b_expert_ns;
-  // Dispatch and combine move the same bytes; F's dispatch also holds the host gap after its sync.
-  const double f_dispatch = f.f_dispatch_ns, f_combine = f.f_ep_ns - f.f_dispatch_ns, b_half = b.b_ep_ns / 2;
-  return {phase("F attention & dense | B combine", f_attention, b_half), phase("B experts | F dispatch", b.b_expert_ns, f_dispatch),
-          phase("F experts | B dispatch", f.f_expert_ns, b_half), phase("B attention & dense | F combine", b_attention, f_combine)};
+  // Dispatch and combine move the same bytes; F's dispatch also holds the host gap after its wait (B
+  // has none: F&B units exclude a recomputed forward).
+  const double gap = f.f_host_gap_ns, f_combine = (f.f_ep_ns - gap) / 2, b_half = b.b_ep_ns / 2;
+  return {phase("F attention & dense | B combine", f_attention, b_half, 0), phase("B experts | F dispatch", b.b_expert_ns, f_combine + gap, gap),
+          phase("F experts | B dispatch", f.f_expert_ns, b_half, 0), phase("B attention & dense | F combine", b_attention, f_combine, 0)};
 }
 
 double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {
@@ -677,10 +692,10 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
     add("dispatch", half + p.ep_host_gap_ns, half + p.ep_host_gap_ns, half + p.ep_host_gap_ns);
     add("experts", p.expert_ns, 0, 0);
     add("combine", half, half, half);
-  } else {
+  } else {  // a recomputed forward's host gap joins the backward's dispatch
     add("combine", half, half, half);
     add("experts", p.expert_ns, 0, 0);
-    add("dispatch", half, half, half);
+    add("dispatch", half + p.ep_host_gap_ns, half + p.ep_host_gap_ns, half + p.ep_host_gap_ns);
     add(kNonExpert, attention, 0, 0);
   }
   add(kOtherComm, other, other, other);

@@ -65,10 +65,11 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
 
   if (c.moe_token_dispatcher_type == MoeDispatcher::kAllgather) {
     // All-gather every token (hidden states; probs and routing map are small) over EP x ETP, then
-    // reduce-scatter in the combine: ring traffic T h (G - 1) per GPU, independent of k.
+    // reduce-scatter in the combine: ring traffic T h (G - 1) per GPU, independent of k and of the
+    // routing (only the experts' picking follows the busiest rank's load).
     const int group = c.ep * etp;
     const Link link = layout.group_link(1, group);
-    (link.nvlink ? out.nvlink_bytes : out.nic_bytes) = skew * tokens * token_bytes * (group - 1);
+    (link.nvlink ? out.nvlink_bytes : out.nic_bytes) = tokens * token_bytes * (group - 1);
     // The experts pick their tokens out of the gathered set and scatter them back.
     out.permute_bytes = skew * 2 * copies * token_bytes;
     out.comm_ns = collective_ns(out.nvlink_bytes + out.nic_bytes, group - 1, link, efficiency);

@@ -239,10 +239,12 @@ TEST_F(ParallelRules, CapacityFactorCapsOrPadsTheBusiestExperts) {
   EXPECT_EQ(c.moe_busiest_load(), 1.25);  // padded up to the capacity
   EXPECT_FALSE(c.moe_dispatch_waits_for_host());
   EXPECT_TRUE(check(c, qwen, gpu_preset("h100-sxm")).ok());
+  c.moe_token_dispatcher_type = MoeDispatcher::kAllgather;
+  EXPECT_TRUE(c.moe_dispatch_waits_for_host());  // Megatron's allgather dispatcher copies its counts regardless
 
   c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
   c.moe_flex_dispatcher_backend = "deepep";
-  EXPECT_TRUE(has_rule(check(c, qwen, gpu_preset("h100-sxm")).errors, "moe_pad_expert_input_to_capacity", "deepep_is_dropless"));
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu_preset("h100-sxm")).errors, "moe_pad_expert_input_to_capacity", "deepep_cannot_pad"));
   c.moe_flex_dispatcher_backend = "hybridep";
   EXPECT_TRUE(check(c, qwen, gpu_preset("h100-sxm")).ok());
   c.moe_expert_capacity_factor = 0;

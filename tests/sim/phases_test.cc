@@ -46,14 +46,28 @@ class Phases : public ::testing::Test {
   const sim::AnalyticCost cost_{model_, gpu_preset("h100-sxm"), mixtral_ep4(model_, 2), schedule_.shape};
 };
 
+// Recomputing the MoE layers (selective "moe") re-runs their dispatch, its wait for the host included.
+ParallelConfig mixtral_recomputing_moe(const ModelSpec& model) {
+  ParallelConfig c = mixtral_ep4(model, 2);
+  c.recompute = Recompute::kSelective;
+  c.recompute_modules = {"moe"};
+  return c;
+}
+
 TEST_F(Phases, EachMoeActionSplitsIntoItsDurationAndItsExposedCommunication) {
-  for (const Action& a : {Action::make(Op::F, 1, 0), Action::make(Op::B, 6, 0), Action::make(Op::I, 6, 0),
-                          Action::make(Op::W, 6, 0), Action::overlap(1, 0, 6, 0)}) {
-    const std::vector<Phase> phases = cost_.phases(0, a);
+  const sim::AnalyticCost recomputing(model_, gpu_preset("h100-sxm"), mixtral_recomputing_moe(model_), schedule_.shape);
+  ASSERT_GT(recomputing.stage(6).i.ep_host_gap_ns, 0);
+  const std::pair<const sim::AnalyticCost*, Action> cases[] = {
+      {&cost_, Action::make(Op::F, 1, 0)}, {&cost_, Action::make(Op::B, 6, 0)},       {&cost_, Action::make(Op::I, 6, 0)},
+      {&cost_, Action::make(Op::W, 6, 0)}, {&cost_, Action::overlap(1, 0, 6, 0)},     {&recomputing, Action::make(Op::B, 6, 0)},
+      {&recomputing, Action::make(Op::I, 6, 0)}};
+  for (const auto& [model, a] : cases) {
+    const sim::AnalyticCost& cost = *model;
+    const std::vector<Phase> phases = cost.phases(0, a);
     ASSERT_FALSE(phases.empty()) << to_string(a);
     // Each phase rounds to the ns on its own.
-    EXPECT_NEAR(sum_ns(phases), static_cast<double>(cost_.duration_ns(0, a)), static_cast<double>(phases.size())) << to_string(a);
-    const sim::InActionComm comm = cost_.in_action_comm(0, a);
+    EXPECT_NEAR(sum_ns(phases), static_cast<double>(cost.duration_ns(0, a)), static_cast<double>(phases.size())) << to_string(a);
+    const sim::InActionComm comm = cost.in_action_comm(0, a);
     EXPECT_NEAR(sum_exposed(phases), comm.tp_ns + comm.ep_ns + comm.cp_ns + comm.fsdp_ns, static_cast<double>(phases.size()))
         << to_string(a);
     for (const Phase& p : phases) {

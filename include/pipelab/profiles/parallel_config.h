@@ -114,7 +114,7 @@ struct ParallelConfig {
   MoeDispatcher moe_token_dispatcher_type = MoeDispatcher::kAllgather;  // Megatron's default
   std::string moe_flex_dispatcher_backend = "deepep";                   // flex only: deepep | hybridep
   bool overlap_moe_expert_parallel_comm = false;  // 1F1B all-to-all overlap: merged F and B of adjacent microbatches
-  bool delay_wgrad_compute = false;               // with the overlap: expert wgrad after the combine
+  bool delay_wgrad_compute = false;               // wgrad after the combine (EP overlap) or at the layer's end
   double moe_load_imbalance = 1.0;                // busiest rank's tokens / the mean (NVIDIA's tables force 1)
   double moe_expert_capacity_factor = 0;          // an expert's capacity / the mean tokens, beyond it dropped; 0 = dropless (Megatron's None)
   bool moe_pad_expert_input_to_capacity = false;  // every expert padded to its capacity (needs the factor)
@@ -140,8 +140,11 @@ struct ParallelConfig {
   /// capacity itself when padded to it.
   double moe_busiest_load() const;
   /// MoE: whether the token dispatch waits for the host (the token counts copied to the host, needed
-  /// for the all-to-all splits and grouped GEMM sizes); not when padded to capacity (static shapes).
-  bool moe_dispatch_waits_for_host() const { return !moe_pad_expert_input_to_capacity; }
+  /// for the all-to-all splits and grouped GEMM sizes): always with allgather (Megatron copies its
+  /// local map's counts whatever the capacity), else unless padded to capacity (static shapes).
+  bool moe_dispatch_waits_for_host() const {
+    return moe_token_dispatcher_type == MoeDispatcher::kAllgather || !moe_pad_expert_input_to_capacity;
+  }
   /// Expert data parallel: the ranks of tp * cp * dp that hold the same experts, (tp*cp*dp) / (ep*etp).
   int expert_dp() const;
   /// Whether selective recompute re-runs `module` (Megatron's --recompute-modules; core_attn when

@@ -7,7 +7,7 @@
 //   - norms, activations, residuals, RoPE, cross-entropy: bytes / (HBM bandwidth x efficiency);
 //   - TP: all-reduce, or all-gather + reduce-scatter with sequence parallel, 4 per layer per pass,
 //     on NVLink when the TP group fits a node; on MoE layers the dispatch and combine of the
-//     configured dispatcher with their permutes (moe_dispatch.h), scaled by moe_load_imbalance;
+//     configured dispatcher with their permutes (moe_dispatch.h), scaled by moe_busiest_load();
 //     CP ring exchange of K/V hidden behind the attention core where it fits, or its all_gather
 //     or a2a (Ulysses) communication, not overlapped; TP overlap (userbuffers) pairs each SP
 //     collective with its GEMM;
@@ -42,7 +42,7 @@ struct PassCost {
   double elementwise_ns = 0;
   double tp_comm_ns = 0;
   double ep_comm_ns = 0;
-  double ep_host_gap_ns = 0;  // of ep_comm_ns, F only: the GPU idle after the dispatch waits for the host
+  double ep_host_gap_ns = 0;  // of ep_comm_ns, the GPU idle after a forward's dispatch waits for the host (F; I when it recomputes the forward)
   double cp_comm_ns = 0;  // exposed part only
   double dp_comm_ns = 0;  // FSDP's per-layer weight gathers and gradient reduce-scatters, exposed part only
   double launch_ns = 0;
@@ -107,7 +107,7 @@ class AnalyticCost final : public CostModel {
   struct PairedPhase {
     const char* name;
     double compute_ns, transfer_ns;
-    double ns;  // the longer of the transfer and the compute slowed by the EP kernels' SMs
+    double ns;  // the longer of the transfer and the compute slowed by the EP kernels' SMs (none while idle)
   };
   std::array<PairedPhase, 4> paired_phases(int f_stage, int b_stage) const;
 
@@ -123,7 +123,6 @@ class AnalyticCost final : public CostModel {
   /// forward, and its backward, which does 2.5 x that work.
   struct AttentionNs {
     double forward = 0, backward = 0;
-    double hidden_by_wgrad = 0;  // of the backward's collectives, what the wgrad GEMMs hide (not in backward)
   };
   AttentionNs attention_ns(int layer, double forward_flops) const;
   /// One layer's TP communication time left exposed, in its F and its I.
@@ -156,7 +155,7 @@ class AnalyticCost final : public CostModel {
     double f_compute_ns = 0, b_compute_ns = 0;            // F, and I + W, without communication
     double f_exposed_comm_ns = 0, b_exposed_comm_ns = 0;  // TP + exposed CP
     double f_ep_ns = 0, b_ep_ns = 0;                      // EP dispatch + combine (hidden by F&B overlap)
-    double f_dispatch_ns = 0;                             // of f_ep_ns, the dispatch: half the transfer + the host gap
+    double f_host_gap_ns = 0;                             // of f_ep_ns, the GPU idle after the dispatch's host wait
     double f_expert_ns = 0, b_expert_ns = 0;              // the experts' share of the compute
   };
 

@@ -8,7 +8,7 @@
 //     NVLink once per destination GPU there; the global permute fused into the kernel; the kernels
 //     occupy a published number of SMs.
 // Experts are assumed spread evenly over the EP ranks and tokens routed uniformly (NVIDIA's tables
-// force-balance the router); moe_load_imbalance scales the busiest rank's share.
+// force-balance the router); ParallelConfig::moe_busiest_load() scales the busiest rank's share.
 #pragma once
 
 #include "pipelab/profiles/gpu_spec.h"
