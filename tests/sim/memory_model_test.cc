@@ -201,6 +201,38 @@ TEST_F(Activations, MoeKeepsTopKDispatchedCopies) {
   EXPECT_DOUBLE_EQ(model(m, c).layer_activation(0).moe_dispatched, 2.0 * m.moe_router_topk * m.hidden_size);
 }
 
+// The busiest rank's routed experts hold its share of the tokens: padded to a capacity of 1.25, every
+// expert keeps 1.25 x the mean; DeepSeek-V3's shared expert still sees each token once.
+TEST_F(Activations, MoeActivationsFollowTheBusiestRanksLoad) {
+  const ModelSpec qwen = model_preset("qwen3-30b-a3b");
+  ParallelConfig c = dense_dp8(qwen);
+  c.ep = 8;
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  c = resolve(c, qwen);
+  const sim::LayerActivation balanced = model(qwen, c).layer_activation(0);
+  c.moe_expert_capacity_factor = 1.25;
+  c.moe_pad_expert_input_to_capacity = true;
+  const sim::LayerActivation padded = model(qwen, c).layer_activation(0);
+  EXPECT_DOUBLE_EQ(padded.moe_dispatched, 1.25 * balanced.moe_dispatched);
+  EXPECT_DOUBLE_EQ(padded.mlp_act, 1.25 * balanced.mlp_act);
+  EXPECT_DOUBLE_EQ(padded.mlp_up_out, 1.25 * balanced.mlp_up_out);
+  EXPECT_DOUBLE_EQ(padded.qkv, balanced.qkv);
+
+  const ModelSpec dsv3 = model_preset("deepseek-v3");
+  ASSERT_GT(dsv3.moe_shared_expert_intermediate_size, 0);
+  ParallelConfig d = dense_dp8(dsv3);
+  d.ep = 8;
+  d = resolve(d, dsv3);
+  const int layer = dsv3.num_layers - 1;  // past the dense first layers
+  ASSERT_TRUE(dsv3.is_moe_layer(layer));
+  const sim::LayerActivation even = model(dsv3, d).layer_activation(layer);
+  d.moe_load_imbalance = 2;
+  const sim::LayerActivation skewed = model(dsv3, d).layer_activation(layer);
+  const double routed = static_cast<double>(dsv3.moe_router_topk) * dsv3.moe_ffn_hidden_size;
+  const double shared = dsv3.moe_shared_expert_intermediate_size;
+  EXPECT_DOUBLE_EQ(skewed.mlp_act, even.mlp_act * (shared + 2 * routed) / (shared + routed));
+}
+
 TEST_F(Activations, FullRecomputeKeepsOneInputPerGroup) {
   ModelSpec m = model_preset("llama3-8b");
   apply_override(m, "num_layers", "8");
