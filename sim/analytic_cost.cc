@@ -405,8 +405,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const double qkv_ns = linear_ns(lf.qkv, 1, quantized), out_ns = linear_ns(lf.attn_out, 1, quantized);
   // MoE: the busiest EP rank's experts see moe_busiest_load() x the mean tokens; every rank waits
   // for it at the combine. Shared experts are not routed.
-  const double shared_share = moe && m.moe_shared_expert_intermediate_size > 0 ? m.moe_shared_expert_intermediate_size / w.mlp : 0;
-  const double expert_skew = moe ? shared_share + (1 - shared_share) * c.moe_busiest_load() : 1;
+  const double expert_skew = g.mlp_load(layer);
   const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts, quantized) * expert_skew + gemm_ns(lf.router, 1);
   PassCost fwd;
   fwd.gemm_ns = qkv_ns + out_ns + mlp_ns;

@@ -34,6 +34,12 @@ LayerWidths LayerGeometry::widths_of(bool moe) const {
   return w;
 }
 
+double LayerGeometry::mlp_load(int layer) const {
+  if (!model_.is_moe_layer(layer)) return 1;
+  const double shared = model_.moe_shared_expert_intermediate_size / moe_.mlp;
+  return shared + (1 - shared) * config_.moe_busiest_load();
+}
+
 GpuParams LayerGeometry::layer_params(int layer) const {
   const ModelSpec& m = model_;
   std::int64_t experts = 0;

@@ -109,12 +109,10 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   a.attn_out = gemm_input * w.query / t;         // out-projection input
   // A MoE layer's routed experts hold the busiest rank's tokens: moe_busiest_load() x the mean (load
   // imbalance, or the capacity they are padded to); shared experts see every token once.
-  const double shared = moe && m.moe_shared_expert_intermediate_size > 0 ? m.moe_shared_expert_intermediate_size / w.mlp : 0;
-  const double load = moe ? c.moe_busiest_load() : 1;
-  const double expert_rows = shared + (1 - shared) * load;
+  const double expert_rows = g.mlp_load(layer);
   a.mlp_up_out = 2 * w.mlp_up / t * expert_rows;          // up (and gate) projection output
   a.mlp_act = gemm_input * w.mlp / t * expert_rows;       // activation: the down projection's input
-  if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t * load;  // tokens permuted to the experts
+  if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t * c.moe_busiest_load();  // tokens permuted to the experts
   if (options_.softmax_stored && !c.recomputes_module("core_attn")) {
     // 5as per token: softmax output (2 bytes), its dropout mask (1, with attention dropout),
     // softmax input for V (2); a sliding-window layer attends to window_size + 1 keys at most.

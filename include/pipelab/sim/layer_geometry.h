@@ -66,6 +66,9 @@ class LayerGeometry {
   double logits_bytes() const { return tokens_ * vocab_per_gpu_ * kFp32Bytes; }
 
   const LayerWidths& widths(int layer) const { return model_.is_moe_layer(layer) ? moe_ : dense_; }
+  /// The MLP rows the busiest EP rank works on, relative to an even split: 1 for a dense layer; for a
+  /// MoE layer the shared experts' share of its width plus the routed share x moe_busiest_load().
+  double mlp_load(int layer) const;
   /// A layer's parameters per GPU: dense weights ÷ tp, experts ÷ (ep x tp).
   GpuParams layer_params(int layer) const;
   /// A stage's parameters per GPU: its layers, plus the embedding on the model's first part and the
