@@ -42,6 +42,7 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--moe-flex-dispatcher-backend", "moe_flex_dispatcher_backend", "flex: deepep | hybridep (the SMs its kernels hold)"},
     {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (scales its traffic and expert GEMMs)"},
     {"--moe-expert-capacity-factor", "moe_expert_capacity_factor", "An expert's capacity / the mean tokens; tokens beyond it are dropped (default: dropless)"},
+    {"--cross-entropy-fusion-impl", "cross_entropy_fusion_impl", "With --cross-entropy-loss-fusion: native (default) | te (docs/simulator.md, \"Cross-entropy\")"},
     {"--cp-comm-type", "cp_comm_type", "p2p (default: ring hidden behind attention) | all_gather | a2a (Ulysses) | a2a+p2p (with --hierarchical-context-parallel-sizes)"},
 };
 struct LayoutSwitch {
@@ -73,6 +74,8 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "true", "1F1B EP all-to-all overlap: B and the next F merged into F&B units"},
     {"--delay-wgrad-compute", "delay_wgrad_compute", "true", "Wgrad after the combine (EP overlap) or at the layer's end: exposes the TP reduce-scatter beside it"},
     {"--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity", "true", "Pad every expert to its capacity (needs --moe-expert-capacity-factor): no host sync in the dispatch"},
+    {"--cross-entropy-loss-fusion", "cross_entropy_loss_fusion", "true", "Fused cross-entropy loss (default; the kernel: --cross-entropy-fusion-impl)"},
+    {"--no-cross-entropy-loss-fusion", "cross_entropy_loss_fusion", "false", "Unfused cross-entropy loss: Megatron-LM's default without --cross-entropy-loss-fusion"},
     {"--tp-comm-overlap", "tp_comm_overlap", "true", "TE userbuffers TP overlap: SP collectives pipelined with their GEMMs (needs SP)"},
 };
 

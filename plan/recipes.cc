@@ -99,6 +99,13 @@ std::string megatron_lm(const Facts& f) {
     add("--fp4-recipe nvfp4");
     if (c.fp4_param_gather_enabled()) add("--fp4-param-gather");
   }
+  if (c.cross_entropy_loss_fusion) {
+    add("--cross-entropy-loss-fusion");
+    add("--cross-entropy-fusion-impl " + std::string(to_string(c.cross_entropy_fusion_impl)));
+    if (c.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe) {
+      notes += "# note: Megatron-LM refuses --cross-entropy-fusion-impl te since June 2026 (stability); native runs there\n";
+    }
+  }
   if (c.first_last_layers_bf16 && c.precision != Precision::kBf16) {
     add("--first-last-layers-bf16");
     add("--num-layers-at-start-in-bf16 " + str(c.num_layers_at_start_in_bf16));
@@ -180,6 +187,8 @@ std::string megatron_bridge(const Facts& f) {
   }
   set("ddp.overlap_grad_reduce", c.overlap_grad_reduce ? "true" : "false");
   set("ddp.overlap_param_gather", c.overlap_param_gather ? "true" : "false");
+  set("model.cross_entropy_loss_fusion", c.cross_entropy_loss_fusion ? "true" : "false");
+  if (c.cross_entropy_loss_fusion) set("model.cross_entropy_fusion_impl", std::string(to_string(c.cross_entropy_fusion_impl)));
   set("mixed_precision", std::string(bridge_mixed_precision(c)));
   return out;
 }

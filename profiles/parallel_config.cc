@@ -38,6 +38,8 @@ constexpr std::array<EnumName<CpCommType>, 4> kCpCommTypeNames = {{{CpCommType::
                                                                     {CpCommType::kAllGather, "all_gather"},
                                                                     {CpCommType::kA2a, "a2a"},
                                                                     {CpCommType::kA2aP2p, "a2a+p2p"}}};
+constexpr std::array<EnumName<CrossEntropyFusionImpl>, 2> kCrossEntropyFusionImplNames = {
+    {{CrossEntropyFusionImpl::kNative, "native"}, {CrossEntropyFusionImpl::kTe, "te"}}};
 
 }  // namespace
 
@@ -59,6 +61,8 @@ template <>
 struct ValueCodec<MoeDispatcher> : NamedEnumCodec<MoeDispatcher, parse_moe_dispatcher> {};
 template <>
 struct ValueCodec<CpCommType> : NamedEnumCodec<CpCommType, parse_cp_comm_type> {};
+template <>
+struct ValueCodec<CrossEntropyFusionImpl> : NamedEnumCodec<CrossEntropyFusionImpl, parse_cross_entropy_fusion_impl> {};
 
 /// A list of names: a JSON array of strings; on a command line comma- or space-separated.
 template <>
@@ -114,7 +118,8 @@ struct ValueCodec<std::vector<int>> {
 namespace {
 
 using Field = detail::Field<ParallelConfig, int, std::optional<bool>, Recompute, bool, std::vector<int>, Precision, RecomputeMethod,
-                            std::vector<std::string>, std::string, Sharding, Fsdp, double, Fp8Recipe, MoeDispatcher, CpCommType>;
+                            std::vector<std::string>, std::string, Sharding, Fsdp, double, Fp8Recipe, MoeDispatcher, CpCommType,
+                            CrossEntropyFusionImpl>;
 
 // One row per JSON key; drives from_json, to_json and apply_override. Only gbs is required.
 const std::array kFields = {
@@ -166,6 +171,8 @@ const std::array kFields = {
     Field{"tp_comm_overlap", &ParallelConfig::tp_comm_overlap},
     Field{"cp_comm_type", &ParallelConfig::cp_comm_type},
     Field{"hierarchical_context_parallel_sizes", &ParallelConfig::hierarchical_context_parallel_sizes},
+    Field{"cross_entropy_loss_fusion", &ParallelConfig::cross_entropy_loss_fusion},
+    Field{"cross_entropy_fusion_impl", &ParallelConfig::cross_entropy_fusion_impl},
 };
 
 const std::vector<std::string>& parallel_keys() {
@@ -226,6 +233,10 @@ std::string_view to_string(MoeDispatcher dispatcher) { return name_of(kMoeDispat
 MoeDispatcher parse_moe_dispatcher(std::string_view text) { return parse_name(kMoeDispatcherNames, "moe_token_dispatcher_type", text); }
 std::string_view to_string(CpCommType type) { return name_of(kCpCommTypeNames, type); }
 CpCommType parse_cp_comm_type(std::string_view text) { return parse_name(kCpCommTypeNames, "cp_comm_type", text); }
+std::string_view to_string(CrossEntropyFusionImpl impl) { return name_of(kCrossEntropyFusionImplNames, impl); }
+CrossEntropyFusionImpl parse_cross_entropy_fusion_impl(std::string_view text) {
+  return parse_name(kCrossEntropyFusionImplNames, "cross_entropy_fusion_impl", text);
+}
 
 const std::vector<std::string>& recompute_module_names() {
   static const std::vector<std::string> names = {"core_attn", "mlp", "moe", "moe_act", "layernorm", "mla_up_proj", "shared_experts"};

@@ -60,6 +60,8 @@ cli_test(bad_flags_ep_overlap_allgather 2 ARGS simulate --model qwen3-30b-a3b --
 cli_test(bad_flags_pad_without_capacity 2 ARGS simulate --model qwen3-30b-a3b --tp 1 --pp 1 --ep 8 --gpus 8
          --moe-token-dispatcher-type alltoall --moe-pad-expert-input-to-capacity
          REGEX "moe_pad_expert_input_to_capacity needs moe_expert_capacity_factor > 0")
+cli_test(bad_flags_cross_entropy_impl 2 ARGS ${sim2_8b} --cross-entropy-loss-fusion --cross-entropy-fusion-impl triton
+         REGEX "cross_entropy_fusion_impl='triton' must be one of: native, te")
 cli_test(bad_flags_ep_overlap_full_recompute 2 ARGS simulate --model qwen3-30b-a3b --tp 1 --pp 1 --ep 8 --gpus 8
          --overlap-moe-expert-parallel-comm --moe-token-dispatcher-type alltoall --recompute full
          REGEX "overlap_moe_expert_parallel_comm excludes recompute=full")

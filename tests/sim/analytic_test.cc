@@ -800,6 +800,39 @@ TEST(AnalyticCost, OptimizerStepIsItsBytesOverMemoryBandwidthByHand) {
   EXPECT_NEAR(static_cast<double>(step(c)), 1e9 * 28 / bytes_per_ns, 1.0);
 }
 
+// The loss's cross-entropy is HBM-bound, its bytes per logit by implementation (analytic_cost.cc):
+// unfused F 38, I 14; Megatron's fused (native) F 22, I 10; Transformer Engine's F 8, I 14. The last
+// stage differs from the one before it (the same 8 layers) by the loss alone: its LM head GEMM and this.
+TEST(AnalyticCost, CrossEntropyBytesPerLogitByImplementationByHand) {
+  const ModelSpec m = model_preset("llama3-8b");  // vocabulary 128256, padded to 128256 at tp 1
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  ParallelConfig c = layout(m, 1, 4, 1, 1, 8);
+  const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
+  const double logits = 8192.0 * 128256;  // tokens x vocabulary per GPU
+  const double rate = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;  // bytes/ns
+  auto loss_part = [&](bool fusion, CrossEntropyFusionImpl impl) {
+    c.cross_entropy_loss_fusion = fusion;
+    c.cross_entropy_fusion_impl = impl;
+    const sim::AnalyticCost cost(m, gpu, c, shape);
+    return std::pair{cost.stage(3).f.elementwise_ns - cost.stage(2).f.elementwise_ns,
+                     cost.stage(3).i.elementwise_ns - cost.stage(2).i.elementwise_ns};
+  };
+  const auto [unfused_f, unfused_i] = loss_part(false, CrossEntropyFusionImpl::kNative);
+  EXPECT_NEAR(unfused_f, logits * 38 / rate, 1e-6 * unfused_f);
+  EXPECT_NEAR(unfused_i, logits * 14 / rate, 1e-6 * unfused_i);
+  // Without the fusion the implementation is not read.
+  EXPECT_EQ(loss_part(false, CrossEntropyFusionImpl::kTe), loss_part(false, CrossEntropyFusionImpl::kNative));
+  const auto [native_f, native_i] = loss_part(true, CrossEntropyFusionImpl::kNative);
+  EXPECT_NEAR(native_f, logits * 22 / rate, 1e-6 * native_f);
+  EXPECT_NEAR(native_i, logits * 10 / rate, 1e-6 * native_i);
+  const auto [te_f, te_i] = loss_part(true, CrossEntropyFusionImpl::kTe);
+  EXPECT_NEAR(te_f, logits * 8 / rate, 1e-6 * te_f);
+  EXPECT_NEAR(te_i, logits * 14 / rate, 1e-6 * te_i);
+  // Megatron-Bridge's default: fused, native.
+  EXPECT_TRUE(ParallelConfig{}.cross_entropy_loss_fusion);
+  EXPECT_EQ(ParallelConfig{}.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kNative);
+}
+
 TEST(Simulation, TheOptimizerStepIsShardedAndCountsInTheThroughput) {
   const ModelSpec m = model_preset("llama3-8b");
   ParallelConfig one = layout(m, 1, 2, 1, 1, 8), eight = layout(m, 1, 2, 8, 1, 64);

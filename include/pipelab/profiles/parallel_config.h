@@ -61,6 +61,12 @@ enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
 std::string_view to_string(CpCommType type);
 CpCommType parse_cp_comm_type(std::string_view text);
 
+/// Megatron's --cross-entropy-fusion-impl, the fused loss kernel (with --cross-entropy-loss-fusion):
+/// Megatron's own compiled functions (native) or Transformer Engine's Triton kernels (te).
+enum class CrossEntropyFusionImpl { kNative, kTe };
+std::string_view to_string(CrossEntropyFusionImpl impl);
+CrossEntropyFusionImpl parse_cross_entropy_fusion_impl(std::string_view text);
+
 /// Megatron's --recompute-modules names (selective recompute).
 const std::vector<std::string>& recompute_module_names();
 
@@ -120,6 +126,11 @@ struct ParallelConfig {
   bool moe_pad_expert_input_to_capacity = false;  // every expert padded to its capacity (needs the factor)
   bool tp_comm_overlap = false;                   // TE userbuffers: TP collectives pipelined with the GEMMs
   CpCommType cp_comm_type = CpCommType::kP2p;
+  // The loss over the vocabulary (docs/simulator.md, "Cross-entropy"): fused by Megatron's own kernels,
+  // as Megatron-Bridge's model providers and Megatron-LM's MoE performance flags set it (Megatron-LM's
+  // default is unfused; Megatron-Bridge's performance scripts choose te, which Megatron-LM now refuses).
+  bool cross_entropy_loss_fusion = true;
+  CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;
   // a2a+p2p: {a2a group, p2p group} sizes, a2a over adjacent CP ranks (Megatron's
   // --hierarchical-context-parallel-sizes; their product is cp).
   std::vector<int> hierarchical_context_parallel_sizes;

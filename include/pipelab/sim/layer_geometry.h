@@ -62,8 +62,11 @@ class LayerGeometry {
   /// Megatron's vocabulary padding divisor (128 x tp) and the padded vocabulary per GPU (÷ tp).
   int vocab_divisor() const { return vocab_divisor_; }
   double vocab_per_gpu() const { return vocab_per_gpu_; }
-  /// fp32 logits of one microbatch on one GPU (the last part keeps them for the cross-entropy backward).
-  double logits_bytes() const { return tokens_ * vocab_per_gpu_ * kFp32Bytes; }
+  /// Logits of one microbatch on one GPU: tokens x the padded vocabulary per GPU.
+  double logits() const { return tokens_ * vocab_per_gpu_; }
+  /// fp32 logits of one microbatch on one GPU: what every cross-entropy implementation keeps for its
+  /// backward (the softmax or, in TE's, the gradient).
+  double logits_bytes() const { return logits() * kFp32Bytes; }
 
   const LayerWidths& widths(int layer) const { return model_.is_moe_layer(layer) ? moe_ : dense_; }
   /// The MLP rows the busiest EP rank works on, relative to an even split: 1 for a dense layer; for a
