@@ -42,7 +42,7 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--moe-flex-dispatcher-backend", "moe_flex_dispatcher_backend", "flex: deepep | hybridep (the SMs its kernels hold)"},
     {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (scales its traffic and expert GEMMs)"},
     {"--moe-expert-capacity-factor", "moe_expert_capacity_factor", "An expert's capacity / the mean tokens; tokens beyond it are dropped (default: dropless)"},
-    {"--cross-entropy-fusion-impl", "cross_entropy_fusion_impl", "With --cross-entropy-loss-fusion: native (default) | te (docs/simulator.md, \"Cross-entropy\")"},
+    {"--cross-entropy-fusion-impl", "cross_entropy_fusion_impl", "With --cross-entropy-loss-fusion: native (default) | te (Transformer Engine 2.18 on) | te_inplace (TE before 2.18) (docs/simulator.md, \"Cross-entropy\")"},
     {"--cp-comm-type", "cp_comm_type", "p2p (default: ring hidden behind attention) | all_gather | a2a (Ulysses) | a2a+p2p (with --hierarchical-context-parallel-sizes)"},
 };
 struct LayoutSwitch {

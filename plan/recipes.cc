@@ -100,10 +100,12 @@ std::string megatron_lm(const Facts& f) {
     if (c.fp4_param_gather_enabled()) add("--fp4-param-gather");
   }
   if (c.cross_entropy_loss_fusion) {
+    // Megatron-LM refuses Transformer Engine's loss since 168cb15d70 (June 2026): ask for its own.
     add("--cross-entropy-loss-fusion");
-    add("--cross-entropy-fusion-impl " + std::string(to_string(c.cross_entropy_fusion_impl)));
-    if (c.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe) {
-      notes += "# note: Megatron-LM refuses --cross-entropy-fusion-impl te since June 2026 (stability); native runs there\n";
+    add("--cross-entropy-fusion-impl native");
+    if (c.cross_entropy_fusion_impl != CrossEntropyFusionImpl::kNative) {
+      notes += "# note: the plan simulated Transformer Engine's fused loss (" + std::string(to_string(c.cross_entropy_fusion_impl)) +
+               "); Megatron-LM refuses --cross-entropy-fusion-impl te since June 2026, so these flags ask for native\n";
     }
   }
   if (c.first_last_layers_bf16 && c.precision != Precision::kBf16) {
@@ -155,6 +157,12 @@ std::string megatron_bridge(const Facts& f) {
     out += "# note: bf16_with_fp8_subchannel_scaling_mixed sets fp8_param_gather=False; set it True on the mixed-precision config "
            "to gather FP8 weights as this plan does\n";
   }
+  if (c.cross_entropy_loss_fusion && c.cross_entropy_fusion_impl != CrossEntropyFusionImpl::kNative) {
+    out += "# note: cross_entropy_fusion_impl=te runs the loss of the Transformer Engine installed: the plan simulated " +
+           std::string(c.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kTe ? "TE 2.18 or later (an fp32 gradient)"
+                                                                                   : "TE before 2.18 (the gradient over the BF16 logits)") +
+           "\n";
+  }
   auto set = [&](const std::string& key, const std::string& value) { out += key + "=" + value + "\n"; };
   set("model.tensor_model_parallel_size", str(c.tp));
   set("model.pipeline_model_parallel_size", str(c.pp));
@@ -188,7 +196,11 @@ std::string megatron_bridge(const Facts& f) {
   set("ddp.overlap_grad_reduce", c.overlap_grad_reduce ? "true" : "false");
   set("ddp.overlap_param_gather", c.overlap_param_gather ? "true" : "false");
   set("model.cross_entropy_loss_fusion", c.cross_entropy_loss_fusion ? "true" : "false");
-  if (c.cross_entropy_loss_fusion) set("model.cross_entropy_fusion_impl", std::string(to_string(c.cross_entropy_fusion_impl)));
+  if (c.cross_entropy_loss_fusion) {
+    // te_inplace is pipelab's name for TE's loss before 2.18: Bridge asks for te, the TE installed decides.
+    const bool native = c.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kNative;
+    set("model.cross_entropy_fusion_impl", native ? "native" : "te");
+  }
   set("mixed_precision", std::string(bridge_mixed_precision(c)));
   return out;
 }

@@ -38,8 +38,8 @@ constexpr std::array<EnumName<CpCommType>, 4> kCpCommTypeNames = {{{CpCommType::
                                                                     {CpCommType::kAllGather, "all_gather"},
                                                                     {CpCommType::kA2a, "a2a"},
                                                                     {CpCommType::kA2aP2p, "a2a+p2p"}}};
-constexpr std::array<EnumName<CrossEntropyFusionImpl>, 2> kCrossEntropyFusionImplNames = {
-    {{CrossEntropyFusionImpl::kNative, "native"}, {CrossEntropyFusionImpl::kTe, "te"}}};
+constexpr std::array<EnumName<CrossEntropyFusionImpl>, 3> kCrossEntropyFusionImplNames = {
+    {{CrossEntropyFusionImpl::kNative, "native"}, {CrossEntropyFusionImpl::kTe, "te"}, {CrossEntropyFusionImpl::kTeInplace, "te_inplace"}}};
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 
 #include "pipelab/base/limits.h"
 #include "pipelab/profiles/flops.h"
+#include "pipelab/sim/cross_entropy.h"
 #include "pipelab/sim/moe_dispatch.h"
 #include "pipelab/sim/stage_layers.h"
 
@@ -55,27 +56,6 @@ constexpr double kBlockwiseGemmFactor = 20.285 / 22.882;
 // MXFP8 (1x32 blocks, E8M0 scales) GEMMs against per-tensor ones: TE gemm_profiling.rst, B300, the
 // same shapes, pre-quantized inputs: 6.812 ms (current scaling) / 7.161 ms (MXFP8) per layer.
 constexpr double kMxfp8GemmFactor = 6.812 / 7.161;
-
-// The loss's cross-entropy over the vocabulary, HBM bytes per logit (BF16 logits in, fp32 kept for the
-// backward; the small per-token gathers and TP all-reduces left out; docs/simulator.md, "Cross-entropy"):
-// - unfused (Megatron's default, tensor_parallel/cross_entropy.py, eager): F casts to fp32 (2 + 4),
-//   takes the max (4), subtracts it in place (8), exponentiates in place (8), sums (4) and divides in
-//   place (8) = 38; I scales the kept softmax in place (8) and autograd casts the gradient back to
-//   BF16 for the LM head (4 + 2) = 14.
-// - native (--cross-entropy-loss-fusion, fusions/fused_cross_entropy.py: the same steps as three
-//   torch.compile'd functions): F cast + max (2 + 4), subtract + exp + sum (4 + 4), divide (4 + 4) = 22;
-//   I reads the softmax, writes the in-place update back and the BF16 gradient (4 + 4 + 2) = 10.
-// - te (--cross-entropy-fusion-impl te, TE triton/cross_entropy.py): F an online-softmax pass over the
-//   BF16 logits (2), then a pass that reads them again and writes the fp32 gradient (2 + 4) = 8; I
-//   scales that gradient by the per-token loss gradient (4 + 4) and autograd casts it to BF16 (4 + 2) = 14.
-struct CrossEntropyBytes {
-  double forward, input_grad;
-};
-CrossEntropyBytes cross_entropy_bytes(const ParallelConfig& c) {
-  if (!c.cross_entropy_loss_fusion) return {38, 14};
-  if (c.cross_entropy_fusion_impl == CrossEntropyFusionImpl::kNative) return {22, 10};
-  return {8, 14};
-}
 
 // CP's p2p ring (TE AttnFuncWithCPAndKVP2P, context_parallel.py; sequence in 2P load-balanced chunks),
 // the work a rank does around its attention kernels, in HBM bytes (BF16, read + write) and kernels.
@@ -630,16 +610,19 @@ PassCost AnalyticCost::output_pass(Pass pass, bool loss, int mtp_layers) const {
                                           mtp_layers / std::max(1, m.mtp_num_layers)
                                     : 0.0;
   PassCost p;
-  p.gemm_ns = gemm_ns(logits, 1) + gemm_ns(mtp, 8.0 * std::max(1, mtp_layers));
+  const double mtp_ns = gemm_ns(mtp, 8.0 * std::max(1, mtp_layers));
+  p.gemm_ns = gemm_ns(logits, 1) + mtp_ns;
   p.flops = logits + mtp;
   p.launch_ns = 4 * gpu_.kernel_launch_overhead_ns;
   // Cross-entropy over the logits (the loss's and each MTP module's, one implementation for all).
   const int heads = (loss ? 1 : 0) + mtp_layers;
   const CrossEntropyBytes ce = cross_entropy_bytes(c);
   if (pass != Pass::W) p.elementwise_ns = memory_ns(g.logits() * (pass == Pass::F ? ce.forward : ce.input_grad) * heads);
+  // Full recompute checkpoints transformer layers: the MTP modules' (Megatron's MTP _checkpointed_forward,
+  // their heads counted with them), not the loss's LM head or cross-entropy.
   if (pass == Pass::I && c.recompute == Recompute::kFull) {
-    p.gemm_ns *= 2;
-    p.flops *= 2;
+    p.gemm_ns += mtp_ns;
+    p.flops += mtp;
   }
   return p;
 }

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "pipelab/sim/cross_entropy.h"
 #include "pipelab/sim/stage_layers.h"
 
 namespace pipelab::sim {
@@ -55,9 +56,11 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
       }
     }
     if (range.has_loss || range.mtp_layers > 0) {
-      // fp32 logits kept for each cross-entropy backward (the loss's and each MTP module's); the
-      // input-grad frees them. An MTP module also keeps a decoder layer's activations.
-      const auto logits = static_cast<std::int64_t>(g.logits_bytes()) * ((range.has_loss ? 1 : 0) + range.mtp_layers);
+      // What each cross-entropy keeps for its backward (the loss's and each MTP module's; its
+      // implementation's bytes per logit, cross_entropy.h); the input-grad frees it. An MTP module
+      // also keeps a decoder layer's activations.
+      const double kept_per_head = g.logits() * cross_entropy_bytes(g.config()).kept;
+      const auto logits = static_cast<std::int64_t>(kept_per_head) * ((range.has_loss ? 1 : 0) + range.mtp_layers);
       act.bytes += logits;
       act.freed_by_input_grad += logits;
       const std::int64_t mtp_layer = range.mtp_layers * stored_layer_bytes(g.model().num_layers - 1);

@@ -235,6 +235,29 @@ TEST(Recipes, Nvfp4AndFp8RecipesUseTheirFrameworksNames) {
   }
 }
 
+// The fused cross-entropy leaves as flags each framework accepts: Megatron-LM's own kernel (it refuses
+// Transformer Engine's, with a note when the plan simulated TE's), Bridge's te for either TE kernel.
+TEST(Recipes, CrossEntropyExportsWhatEachFrameworkRuns) {
+  const Layout l = layout("llama3-8b", {.tp = 1, .pp = 2, .world = 8, .gbs = 64, .seq_length = 8192}, "1f1b");
+  check_all(l);
+  for (const CrossEntropyFusionImpl impl : {CrossEntropyFusionImpl::kNative, CrossEntropyFusionImpl::kTe, CrossEntropyFusionImpl::kTeInplace}) {
+    ParallelConfig c = l.config;
+    c.cross_entropy_fusion_impl = impl;
+    const plan::Recipes r = plan::make_recipes(model_preset(l.model), c, l.schedule, l.stage_layers);
+    const bool native = impl == CrossEntropyFusionImpl::kNative;
+    EXPECT_NE(r.megatron_lm.find("--cross-entropy-loss-fusion \\\n--cross-entropy-fusion-impl native"), std::string::npos) << r.megatron_lm;
+    EXPECT_EQ(r.megatron_lm.find("Megatron-LM refuses --cross-entropy-fusion-impl te") != std::string::npos, !native) << r.megatron_lm;
+    EXPECT_NE(r.megatron_bridge.find(std::string("model.cross_entropy_fusion_impl=") + (native ? "native" : "te")), std::string::npos)
+        << r.megatron_bridge;
+    EXPECT_EQ(r.megatron_bridge.find("TE before 2.18") != std::string::npos, impl == CrossEntropyFusionImpl::kTeInplace) << r.megatron_bridge;
+    std::vector<std::string> args = base_args(l);
+    args.insert(args.end(), {"--megatron-args", r.megatron_lm});
+    const ParallelConfig back = parse(args).resolved.config;
+    EXPECT_TRUE(back.cross_entropy_loss_fusion);
+    EXPECT_EQ(back.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kNative);
+  }
+}
+
 TEST(Recipes, EmbeddingAndLossAwareSplitParsesBack) {
   ParallelConfig c{.tp = 8, .pp = 8, .world = 128, .gbs = 64, .seq_length = 8192};
   c.account_for_embedding_in_pipeline_split = c.account_for_loss_in_pipeline_split = true;

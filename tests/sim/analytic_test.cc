@@ -800,37 +800,83 @@ TEST(AnalyticCost, OptimizerStepIsItsBytesOverMemoryBandwidthByHand) {
   EXPECT_NEAR(static_cast<double>(step(c)), 1e9 * 28 / bytes_per_ns, 1.0);
 }
 
-// The loss's cross-entropy is HBM-bound, its bytes per logit by implementation (analytic_cost.cc):
-// unfused F 38, I 14; Megatron's fused (native) F 22, I 10; Transformer Engine's F 8, I 14. The last
-// stage differs from the one before it (the same 8 layers) by the loss alone: its LM head GEMM and this.
+// The loss's cross-entropy is HBM-bound, its bytes per logit by implementation (sim/cross_entropy.cc):
+// unfused F 38, I 14; Megatron's fused (native) F 22, I 10; Transformer Engine 2.18 on (te) F 8, I 14;
+// TE before it (te_inplace) F 6, I 4. The last stage differs from the one before it (the same 8 layers)
+// by the loss alone: its LM head GEMM and this.
 TEST(AnalyticCost, CrossEntropyBytesPerLogitByImplementationByHand) {
-  const ModelSpec m = model_preset("llama3-8b");  // vocabulary 128256, padded to 128256 at tp 1
+  const ModelSpec m = model_preset("llama3-8b");  // vocabulary 128256: a multiple of 128 x tp for tp 1 and 2
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
+  const double rate = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;  // bytes/ns
+  struct Case {
+    bool fusion;
+    CrossEntropyFusionImpl impl;
+    double forward, input_grad;
+  };
+  const Case cases[] = {{false, CrossEntropyFusionImpl::kNative, 38, 14},
+                        {false, CrossEntropyFusionImpl::kTe, 38, 14},  // without the fusion the kernel is not read
+                        {true, CrossEntropyFusionImpl::kNative, 22, 10},
+                        {true, CrossEntropyFusionImpl::kTe, 8, 14},
+                        {true, CrossEntropyFusionImpl::kTeInplace, 6, 4}};
+  for (const int tp : {1, 2}) {
+    ParallelConfig c = layout(m, tp, 4, 1, 1, 8);
+    const double logits = 8192.0 * 128256 / tp;  // every token, the GPU's share of the vocabulary
+    for (const Case& k : cases) {
+      c.cross_entropy_loss_fusion = k.fusion;
+      c.cross_entropy_fusion_impl = k.impl;
+      const sim::AnalyticCost cost(m, gpu, c, shape);
+      const double f = cost.stage(3).f.elementwise_ns - cost.stage(2).f.elementwise_ns;
+      const double i = cost.stage(3).i.elementwise_ns - cost.stage(2).i.elementwise_ns;
+      EXPECT_NEAR(f, logits * k.forward / rate, 1e-6 * f) << "tp " << tp << " " << to_string(k.impl) << " fusion " << k.fusion;
+      EXPECT_NEAR(i, logits * k.input_grad / rate, 1e-6 * i) << "tp " << tp << " " << to_string(k.impl) << " fusion " << k.fusion;
+    }
+  }
+  // Megatron-Bridge's GPT provider default: fused, native.
+  EXPECT_TRUE(ParallelConfig{}.cross_entropy_loss_fusion);
+  EXPECT_EQ(ParallelConfig{}.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kNative);
+}
+
+// An MTP module's loss runs the same implementation: the last stage of DeepSeek-V3 (loss and one MTP
+// module) moves twice the loss's bytes per logit.
+TEST(AnalyticCost, CrossEntropyCountsEachMtpModulesLoss) {
+  const ModelSpec m = model_preset("deepseek-v3");
+  ASSERT_EQ(m.mtp_num_layers, 1);
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  ParallelConfig c;
+  c.tp = 2;
+  c.pp = 16;
+  c.ep = 64;
+  c.dp = 64;
+  c.gbs = 1024;
+  c.pipeline_layout = "Et*4|(t*4|)*14tmL";
+  c = resolve(c, m);
+  const PipelineShape shape = make_schedule("1f1b", {16, 1, c.microbatches(), 0}).shape;
+  const sim::LayerGeometry g(m, c);
+  const double rate = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;
+  auto last_stage_f = [&](bool fusion) {
+    c.cross_entropy_loss_fusion = fusion;
+    return sim::AnalyticCost(m, gpu, c, shape).stage(15).f.elementwise_ns;
+  };
+  const double unfused = last_stage_f(false), native = last_stage_f(true);
+  EXPECT_NEAR(unfused - native, 2 * g.logits() * (38 - 22) / rate, 1e-6 * unfused);
+}
+
+// Full recompute re-runs the decoder layers, not the loss: the LM head's input-gradient GEMM is its
+// forward GEMM's time once, with or without it.
+TEST(AnalyticCost, FullRecomputeLeavesTheLmHeadOnce) {
+  const ModelSpec m = model_preset("llama3-8b");
   const GpuSpec gpu = gpu_preset("h100-sxm");
   ParallelConfig c = layout(m, 1, 4, 1, 1, 8);
   const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
-  const double logits = 8192.0 * 128256;  // tokens x vocabulary per GPU
-  const double rate = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;  // bytes/ns
-  auto loss_part = [&](bool fusion, CrossEntropyFusionImpl impl) {
-    c.cross_entropy_loss_fusion = fusion;
-    c.cross_entropy_fusion_impl = impl;
+  for (const Recompute r : {Recompute::kNone, Recompute::kFull}) {
+    c.recompute = r;
     const sim::AnalyticCost cost(m, gpu, c, shape);
-    return std::pair{cost.stage(3).f.elementwise_ns - cost.stage(2).f.elementwise_ns,
-                     cost.stage(3).i.elementwise_ns - cost.stage(2).i.elementwise_ns};
-  };
-  const auto [unfused_f, unfused_i] = loss_part(false, CrossEntropyFusionImpl::kNative);
-  EXPECT_NEAR(unfused_f, logits * 38 / rate, 1e-6 * unfused_f);
-  EXPECT_NEAR(unfused_i, logits * 14 / rate, 1e-6 * unfused_i);
-  // Without the fusion the implementation is not read.
-  EXPECT_EQ(loss_part(false, CrossEntropyFusionImpl::kTe), loss_part(false, CrossEntropyFusionImpl::kNative));
-  const auto [native_f, native_i] = loss_part(true, CrossEntropyFusionImpl::kNative);
-  EXPECT_NEAR(native_f, logits * 22 / rate, 1e-6 * native_f);
-  EXPECT_NEAR(native_i, logits * 10 / rate, 1e-6 * native_i);
-  const auto [te_f, te_i] = loss_part(true, CrossEntropyFusionImpl::kTe);
-  EXPECT_NEAR(te_f, logits * 8 / rate, 1e-6 * te_f);
-  EXPECT_NEAR(te_i, logits * 14 / rate, 1e-6 * te_i);
-  // Megatron-Bridge's default: fused, native.
-  EXPECT_TRUE(ParallelConfig{}.cross_entropy_loss_fusion);
-  EXPECT_EQ(ParallelConfig{}.cross_entropy_fusion_impl, CrossEntropyFusionImpl::kNative);
+    const double head_f = cost.stage(3).f.gemm_ns - cost.stage(2).f.gemm_ns;
+    const double head_i = cost.stage(3).i.gemm_ns - cost.stage(2).i.gemm_ns;
+    EXPECT_GT(head_f, 0);
+    EXPECT_NEAR(head_i, head_f, 1e-6 * head_f) << to_string(r);
+  }
 }
 
 TEST(Simulation, TheOptimizerStepIsShardedAndCountsInTheThroughput) {

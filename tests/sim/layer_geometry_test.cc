@@ -24,7 +24,7 @@ TEST(LayerGeometry, OneGpusShareOfADenseLayer) {
   EXPECT_EQ(g.hidden_state_bytes(), 8192.0 / 8 * 8192 * 2);
   EXPECT_EQ(g.vocab_divisor(), 128 * 8);
   EXPECT_EQ(g.vocab_per_gpu(), 129024 / 8);  // 128256 padded to a multiple of 1024
-  EXPECT_EQ(g.logits_bytes(), 8192.0 * 129024 / 8 * 4);
+  EXPECT_EQ(g.logits(), 8192.0 * 129024 / 8);
   const sim::LayerWidths& w = g.widths(0);
   EXPECT_EQ(w.hidden, 8192);
   EXPECT_EQ(w.query, 64 * 128);

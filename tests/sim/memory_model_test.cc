@@ -253,5 +253,27 @@ TEST_F(Activations, FullRecomputeKeepsOneInputPerGroup) {
   EXPECT_EQ(model(m, c).stage_activations()[0].bytes - logits, static_cast<std::int64_t>(3 * g.hidden_state_bytes()) + 5 * full_layer);
 }
 
+
+// The loss keeps its implementation's bytes per logit for the backward (sim/cross_entropy.cc): an
+// fp32 tensor (unfused, native, te), or the BF16 logits the gradient is written over (te_inplace).
+TEST_F(Activations, TheLossKeepsItsImplementationsBytesPerLogit) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig c;
+  c.pp = 4;
+  c.dp = 2;
+  c.gbs = 8;
+  c = resolve(c, m);
+  const double logits = sim::LayerGeometry(m, c).logits();
+  auto last_stage = [&](bool fusion, CrossEntropyFusionImpl impl) {
+    c.cross_entropy_loss_fusion = fusion;
+    c.cross_entropy_fusion_impl = impl;
+    return model(m, c).stage_activations()[3].bytes;
+  };
+  const std::int64_t fp32 = last_stage(true, CrossEntropyFusionImpl::kNative);
+  EXPECT_EQ(last_stage(false, CrossEntropyFusionImpl::kNative), fp32);
+  EXPECT_EQ(last_stage(true, CrossEntropyFusionImpl::kTe), fp32);
+  EXPECT_EQ(fp32 - last_stage(true, CrossEntropyFusionImpl::kTeInplace), static_cast<std::int64_t>(logits * 2));
+}
+
 }  // namespace
 }  // namespace pipelab

@@ -62,8 +62,10 @@ std::string_view to_string(CpCommType type);
 CpCommType parse_cp_comm_type(std::string_view text);
 
 /// Megatron's --cross-entropy-fusion-impl, the fused loss kernel (with --cross-entropy-loss-fusion):
-/// Megatron's own compiled functions (native) or Transformer Engine's Triton kernels (te).
-enum class CrossEntropyFusionImpl { kNative, kTe };
+/// Megatron's own compiled functions (native) or Transformer Engine's Triton kernels (te: TE 2.18 on,
+/// an fp32 gradient; te_inplace, pipelab's name for TE before 2.18: the gradient written over the BF16
+/// logits in place, what Megatron-Bridge releases up to 26.08 ran).
+enum class CrossEntropyFusionImpl { kNative, kTe, kTeInplace };
 std::string_view to_string(CrossEntropyFusionImpl impl);
 CrossEntropyFusionImpl parse_cross_entropy_fusion_impl(std::string_view text);
 
@@ -127,7 +129,7 @@ struct ParallelConfig {
   bool tp_comm_overlap = false;                   // TE userbuffers: TP collectives pipelined with the GEMMs
   CpCommType cp_comm_type = CpCommType::kP2p;
   // The loss over the vocabulary (docs/simulator.md, "Cross-entropy"): fused by Megatron's own kernels,
-  // as Megatron-Bridge's model providers and Megatron-LM's MoE performance flags set it (Megatron-LM's
+  // as Megatron-Bridge's GPT provider and Megatron-LM's MoE performance flags set it (Megatron-LM's
   // default is unfused; Megatron-Bridge's performance scripts choose te, which Megatron-LM now refuses).
   bool cross_entropy_loss_fusion = true;
   CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::kNative;

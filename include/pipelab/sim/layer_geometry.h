@@ -18,7 +18,7 @@
 namespace pipelab::sim {
 
 inline constexpr int kBf16Bytes = 2;  // weights, activations, gradients on the wire
-inline constexpr int kFp32Bytes = 4;  // main gradients, master weights and Adam moments, logits
+inline constexpr int kFp32Bytes = 4;  // main gradients, master weights, Adam moments, amaxes
 
 /// Per-token widths of one layer's tensors, in elements, before tensor-parallel sharding.
 struct LayerWidths {
@@ -62,11 +62,9 @@ class LayerGeometry {
   /// Megatron's vocabulary padding divisor (128 x tp) and the padded vocabulary per GPU (÷ tp).
   int vocab_divisor() const { return vocab_divisor_; }
   double vocab_per_gpu() const { return vocab_per_gpu_; }
-  /// Logits of one microbatch on one GPU: tokens x the padded vocabulary per GPU.
+  /// Logits of one microbatch on one GPU: tokens x the padded vocabulary per GPU (what the loss's
+  /// cross-entropy moves and keeps per logit: cross_entropy.h).
   double logits() const { return tokens_ * vocab_per_gpu_; }
-  /// fp32 logits of one microbatch on one GPU: what every cross-entropy implementation keeps for its
-  /// backward (the softmax or, in TE's, the gradient).
-  double logits_bytes() const { return logits() * kFp32Bytes; }
 
   const LayerWidths& widths(int layer) const { return model_.is_moe_layer(layer) ? moe_ : dense_; }
   /// The MLP rows the busiest EP rank works on, relative to an even split: 1 for a dense layer; for a
