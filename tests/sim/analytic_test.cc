@@ -843,14 +843,7 @@ TEST(AnalyticCost, CrossEntropyCountsEachMtpModulesLoss) {
   const ModelSpec m = model_preset("deepseek-v3");
   ASSERT_EQ(m.mtp_num_layers, 1);
   const GpuSpec gpu = gpu_preset("h100-sxm");
-  ParallelConfig c;
-  c.tp = 2;
-  c.pp = 16;
-  c.ep = 64;
-  c.dp = 64;
-  c.gbs = 1024;
-  c.pipeline_layout = "Et*4|(t*4|)*14tmL";
-  c = resolve(c, m);
+  ParallelConfig c = resolve({.tp = 2, .pp = 16, .ep = 64, .dp = 64, .gbs = 1024, .pipeline_layout = "Et*4|(t*4|)*14tmL"}, m);
   const PipelineShape shape = make_schedule("1f1b", {16, 1, c.microbatches(), 0}).shape;
   const sim::LayerGeometry g(m, c);
   const double rate = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;

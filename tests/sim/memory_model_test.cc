@@ -258,11 +258,7 @@ TEST_F(Activations, FullRecomputeKeepsOneInputPerGroup) {
 // fp32 tensor (unfused, native, te), or the BF16 logits the gradient is written over (te_inplace).
 TEST_F(Activations, TheLossKeepsItsImplementationsBytesPerLogit) {
   const ModelSpec m = model_preset("llama3-8b");
-  ParallelConfig c;
-  c.pp = 4;
-  c.dp = 2;
-  c.gbs = 8;
-  c = resolve(c, m);
+  ParallelConfig c = resolve({.pp = 4, .dp = 2, .gbs = 8}, m);
   const double logits = sim::LayerGeometry(m, c).logits();
   auto last_stage = [&](bool fusion, CrossEntropyFusionImpl impl) {
     c.cross_entropy_loss_fusion = fusion;
