@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
+#include "pipelab/base/names.h"
 #include "pipelab/profiles/presets.h"
 #include "pipelab/profiles/run_record.h"
 #include "pipelab/sim/calibration.h"
@@ -92,8 +93,7 @@ void add_calibrate_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--runs", o->runs, "Run table CSV: layout and measured tokens/s/GPU per row (docs/calibration.md)")->required();
   cmd->add_option("--gpu", o->gpu, "GPU preset (pipelab list gpus) or GPU JSON file to start from")->required();
   cmd->add_option("--fit", o->fit,
-                  "Parameters to fit, comma-separated: gemm_scale, fp8_gemm_scale, fp4_gemm_scale, attention_scale, collective_efficiency, "
-                  "kernel_launch_overhead_ns, memory_bandwidth_efficiency (default: those the runs identify)");
+                  "Parameters to fit, comma-separated: " + join(names_of(sim::kCalibrationParamNames)) + " (default: those the runs identify)");
   cmd->add_flag("--loo", o->loo, "Also refit without each run and report its leave-one-out error");
   cmd->add_option("--out", o->out, "Write the fitted GPU spec JSON here (for --gpu FILE)");
   cmd->add_option("--json", o->json_out, "Write the calibration report JSON here");
