@@ -249,7 +249,9 @@ std::string torchtitan(const Facts& f) {
   if (c.pp > 1 && (!f.even || c.account_for_embedding_in_pipeline_split)) {
     notes += "# note: torchtitan splits layers evenly (pipeline_parallel_layers_per_stage); this layout's split has no equivalent\n";
   }
-  if (c.recompute == Recompute::kSelective) notes += "# note: torchtitan's selective checkpointing chooses its own ops, not Megatron's core attention\n";
+  if (c.recompute == Recompute::kSelective) {
+    notes += "# note: torchtitan's op-level selective checkpointing (selective_ac_option \"op\") recomputes every second matmul, not Megatron's core attention\n";
+  }
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is torchtitan's [float8] table (converters), outside [parallelism]\n";
   if (c.precision == Precision::kNvfp4) notes += "# note: NVFP4 is outside [parallelism] (torchtitan's quantize converters, MX on Blackwell)\n";
   std::string out = header(f) + notes + "[parallelism]\n";
@@ -275,6 +277,8 @@ std::string torchtitan(const Facts& f) {
   out += "seq_len = " + str(c.seq_length) + "\n";
   out += "\n[activation_checkpoint]\n";
   out += std::string("mode = \"") + (c.recompute == Recompute::kNone ? "none" : std::string(to_string(c.recompute))) + "\"\n";
+  // Without an option torchtitan's "selective" checkpoints every second layer whole ("2").
+  if (c.recompute == Recompute::kSelective) out += "selective_ac_option = \"op\"\n";
   return out;
 }
 

@@ -183,6 +183,7 @@ void check_all(const Layout& l) {
   }
   EXPECT_EQ(t["activation_checkpoint"]["mode"].value_or(std::string()),
             l.config.recompute == Recompute::kNone ? "none" : std::string(to_string(l.config.recompute)));
+  EXPECT_EQ(t["activation_checkpoint"]["selective_ac_option"].value_or(std::string()), l.config.recompute == Recompute::kSelective ? "op" : "");
 }
 
 TEST(Recipes, InterleavedLlamaParsesBack) {
