@@ -20,12 +20,13 @@ std::string gib(std::int64_t bytes) { return fixed(static_cast<double>(bytes) / 
 std::string ms(std::int64_t ns) { return milliseconds(ns) + " ms"; }
 
 // The rank with the largest peak: the one that decides whether the layout fits.
+// Null when the result states no memory (uniform costs model none).
 const RankRow* fullest_rank(const TimelineResult& run) {
   const RankRow* fullest = nullptr;
   for (const RankRow& r : run.ranks) {
     if (!fullest || r.peak_memory_bytes > fullest->peak_memory_bytes) fullest = &r;
   }
-  return fullest;
+  return fullest && fullest->peak_memory_bytes > 0 ? fullest : nullptr;
 }
 
 // "rank 0: weights 8.2 + grads 4.1 + optimizer 12.3 + activations 20.1 = 44.7 GiB"
@@ -144,7 +145,7 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
   }
   if (!t.rows.empty()) {
     const Verdict v = memory_verdict(t);
-    out += "# " + v.text + ": " + verdict_word(v) + "\n";
+    out += "# " + v.text + (v.judged ? std::string(": ") + verdict_word(v) : std::string()) + "\n";
   }
   return out;
 }

@@ -124,6 +124,10 @@ Verdict count_line(const ComparisonTable& t) {
 }  // namespace
 
 Verdict memory_verdict(const ComparisonTable& t) {
+  const bool any_memory = std::any_of(t.rows.begin(), t.rows.end(), [](const TableRow& r) {
+    return std::any_of(r.run->ranks.begin(), r.run->ranks.end(), [](const RankRow& k) { return k.peak_memory_bytes > 0; });
+  });
+  if (!any_memory) return {"memory: not modelled (uniform costs time the schedule alone)", true, /*judged=*/false};
   std::vector<std::string> over;
   std::set<std::int64_t> capacities;
   for (const TableRow& r : t.rows) {

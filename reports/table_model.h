@@ -111,7 +111,8 @@ struct ComparisonTable {
 /// of the group fit (an OOM row is never best; a group with fewer than two fitting rows has none).
 ComparisonTable build_comparison(std::vector<ReportInput> inputs);
 
-/// The memory footer line: "memory: K of N fit in X GiB[; over: names]" (a verdict; OK when all fit).
+/// The memory footer line: "memory: K of N fit in X GiB[; over: names]" (a verdict; OK when all fit),
+/// or a plain "memory: not modelled" line when no row states any memory (uniform costs).
 Verdict memory_verdict(const ComparisonTable& t);
 
 }  // namespace pipelab::reports::detail
