@@ -34,8 +34,8 @@ ctest --test-dir "$build" -L gpu --output-on-failure || failed=1
 
 gpus=$(nvidia-smi -L | wc -l)
 model=(--hidden 1024 --ffn 4096 --heads 8 --seq 1024 --mbs 1 --layers-per-stage 2 --swiglu)
-schedules=(gpipe 1f1b interleaved-1f1b zb-h1 zb-h2 zb-v dualpipe dualpipev)
-vp_of() { case "$1" in interleaved-1f1b|zb-v|dualpipe|dualpipev) echo 2 ;; *) echo 1 ;; esac; }
+schedules=(gpipe 1f1b interleaved-1f1b looped-bfs zb-h1 zb-h2 zb-v dualpipe dualpipev)
+vp_of() { case "$1" in interleaved-1f1b|looped-bfs|zb-v|dualpipe|dualpipev) echo 2 ;; *) echo 1 ;; esac; }
 
 section "single-GPU mode: 2 ranks on one GPU, each on its SM group (profiled the same way)"
 "$pipelab" profile --backend cuda --ranks-per-gpu 2 "${model[@]}" --out "$out/profile-1gpu-pp2.json"

@@ -10,6 +10,6 @@ scripts/build.sh
 pipelab="${PIPELAB_BUILD_DIR:-build}/apps/pipelab"
 mkdir -p out
 "$pipelab" compare --model llama3-70b --gpu h100-sxm --tp 4 --pp 4 --dp 4 --mbs 1 --gbs 128 --seq 4096 \
-  --schedules gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2,zb-v,dualpipe,dualpipev \
+  --schedules gpipe,1f1b,interleaved-1f1b,looped-bfs,zb-h1,zb-h2,zb-v,dualpipe,dualpipev \
   --json out/compare.json --report out/report.html "$@"
 echo "report: $(pwd)/out/report.html"
