@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -205,12 +206,18 @@ class Search {
   }
 
   void add_schedules(Candidate c) {
-    // With one pipeline rank every schedule runs the same passes in the same order: simulate it once,
-    // as the first listed schedule that can run one stage per rank.
+    // With one pipeline rank Megatron runs each microbatch's forward and then its backward
+    // (forward_backward_no_pipelining): 1F1B's order, simulated once. Failing 1f1b, another listed
+    // schedule that runs one stage per rank; GPipe last, as it holds every microbatch's activations.
     if (c.pp == 1) {
+      std::optional<std::size_t> pick;
+      auto rank = [&](std::size_t s) { return schedules_[s]->name == "1f1b" ? 0 : schedules_[s]->name == "gpipe" ? 2 : 1; };
       for (std::size_t s = 0; s < schedules_.size(); ++s) {
         if (schedules_[s]->fixed_vp && schedules_[s]->default_vp != 1) continue;
-        c.schedule = static_cast<std::uint8_t>(s);
+        if (!pick || rank(s) < rank(*pick)) pick = s;
+      }
+      if (pick) {
+        c.schedule = static_cast<std::uint8_t>(*pick);
         c.vp = 1;
         return add_splits(c);
       }
@@ -350,6 +357,13 @@ class Search {
       }
     }
     if (!shape.error.empty()) return {normalize_rule(shape.error)};
+    if (c.aware) {
+      ParallelConfig balanced = split;
+      balanced.account_for_embedding_in_pipeline_split = balanced.account_for_loss_in_pipeline_split = false;
+      if (layers_per_stage(split, r_.model) == layers_per_stage(balanced, r_.model)) {
+        return {"the embedding- and loss-aware split equals the balanced one: simulated once, as balanced"};
+      }
+    }
     const auto geometry = std::make_shared<const sim::LayerGeometry>(r_.model, split);
     const sim::MemoryModel memory(geometry, shape.shape);
     if (memory_bound(memory, shape.shape) > gpu_.usable_memory_bytes()) return {bound_rule};

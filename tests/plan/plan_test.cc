@@ -81,6 +81,45 @@ TEST(Plan, AModelThatOnlyFitsWithFourStagesGetsThem) {
   }
 }
 
+// At PP = 1 the layout runs as Megatron runs it (each microbatch's forward, then its backward):
+// 1F1B, whatever the order of --schedules, not GPipe with every microbatch's activations held.
+TEST(Plan, OnePipelineRankRunsAsOneFOneBWhateverTheScheduleOrder) {
+  PlanRequest r = small_request("llama3-8b", 8, 64, 8192);
+  r.schedules = {"gpipe", "dualpipe", "1f1b"};
+  r.fsdp = {Fsdp::kMegatron};
+  r.max_cp = 1;
+  const PlanOutcome out = run_plan(r);
+  bool seen_pp1 = false;
+  for (const PlanPoint& p : out.points) {
+    if (p.config.pp != 1) continue;
+    seen_pp1 = true;
+    EXPECT_EQ(p.schedule, "1f1b");
+  }
+  EXPECT_TRUE(seen_pp1);
+  ASSERT_FALSE(out.top.empty());
+  EXPECT_EQ(out.top.front().config.pp, 1);  // as simulate finds: 8B fits on one GPU per replica with FSDP
+}
+
+// The embedding/loss-aware split is simulated only where it moves a layer: where it equals the
+// balanced split the layout would appear twice in the top K.
+TEST(Plan, AnAwareSplitEqualToTheBalancedOneIsSimulatedOnce) {
+  PlanRequest r = small_request("llama3-8b", 8, 64, 4096);
+  r.schedules = {"dualpipe"};
+  r.embedding_loss_aware = true;
+  r.max_cp = 1;
+  const PlanOutcome out = run_plan(r);
+  EXPECT_GT(out.excluded.count("the embedding- and loss-aware split equals the balanced one: simulated once, as balanced"), 0u);
+  for (std::size_t i = 0; i < out.top.size(); ++i) {
+    for (std::size_t j = i + 1; j < out.top.size(); ++j) {
+      const ParallelConfig& a = out.top[i].config;
+      const ParallelConfig& b = out.top[j].config;
+      const bool same = a.tp == b.tp && a.pp == b.pp && a.vp == b.vp && a.dp == b.dp && a.mbs == b.mbs && a.recompute == b.recompute &&
+                        a.fsdp == b.fsdp && out.top[i].stage_layers == out.top[j].stage_layers;
+      EXPECT_FALSE(same) << "#" << i + 1 << " and #" << j + 1 << " are one layout";
+    }
+  }
+}
+
 TEST(Plan, ExclusionCountersOnAHandCountableSpace) {
   // 4 GPUs, TP within a 4-GPU node, no CP: (tp, pp) in {(1,1), (1,2), (1,4), (2,1), (2,2), (4,1)},
   // one schedule, split, micro-batch size and memory choice each: 6 layouts. With gbs 2:
