@@ -44,14 +44,17 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
         "exposed_fsdp_comm_ns,span_bubble_rate\n";
   for (const ReportInput& in : inputs) {
     const auto& c = in.config;
-    std::ostringstream cfg;
-    cfg << csv_field(config_name(c, "model")) << "," << csv_field(config_name(c, "gpu"));
-    for (const char* k : {"tp", "pp", "vp", "cp", "ep", "dp"}) cfg << "," << csv_field(config_text(c, {"parallel", k}));
-    cfg << "," << csv_field(config_gpus(c));
-    for (const char* k : {"mbs", "gbs", "microbatches", "seq_length"}) cfg << "," << csv_field(config_text(c, {"parallel", k}));
-    const std::string config_fields = cfg.str();
+    // The vp cell is each schedule's own chunks per rank (a fixed-vp schedule runs with its own).
+    std::ostringstream before_vp, after_vp;
+    before_vp << csv_field(config_name(c, "model")) << "," << csv_field(config_name(c, "gpu"));
+    for (const char* k : {"tp", "pp"}) before_vp << "," << csv_field(config_text(c, {"parallel", k}));
+    for (const char* k : {"cp", "ep", "dp"}) after_vp << "," << csv_field(config_text(c, {"parallel", k}));
+    after_vp << "," << csv_field(config_gpus(c));
+    for (const char* k : {"mbs", "gbs", "microbatches", "seq_length"}) after_vp << "," << csv_field(config_text(c, {"parallel", k}));
+    const std::string config_vp = csv_field(config_text(c, {"parallel", "vp"}));
     const std::string lead = csv_field(in.name) + "," + csv_field(in.kind) + ",";
     for (const ScheduleResult& s : in.schedules) {
+      const std::string config_fields = before_vp.str() + "," + (s.vp > 0 ? std::to_string(s.vp) : config_vp) + after_vp.str();
       if (s.failed()) {
         os << lead << csv_field(s.schedule) << ",,error," << csv_field(s.error) << "," << config_fields
            << ",,,,,,,,,,,,,,,,,,,,,,\n";

@@ -89,6 +89,27 @@ TEST(SummaryCsv, EveryRowHasTheHeadersFieldCount) {
   EXPECT_EQ(rows, 1u + 1 + 4 + 2);  // header, simulate, compare (3 ok + 1 error), run (predicted, measured)
 }
 
+// A fixed-vp schedule of a comparison runs with its own chunks per rank: the vp cell says so, as
+// the terminal table and the result's `vp` do, not the configuration's --vp.
+TEST(SummaryCsv, VpIsEachSchedulesOwn) {
+  ReportInput compare = fixture("compare_2r_4mb.json");
+  ASSERT_GE(compare.schedules.size(), 2u);
+  compare.schedules[0].vp = 7;
+  const std::string csv = render_summary_csv({compare});
+  std::istringstream ss(csv);
+  std::string header, first;
+  std::getline(ss, header);
+  std::getline(ss, first);
+  auto cell = [](const std::string& line, std::size_t index) {
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < index; ++i) start = line.find(',', start) + 1;
+    return line.substr(start, line.find(',', start) - start);
+  };
+  ASSERT_EQ(cell(header, 10), "vp");
+  EXPECT_EQ(cell(first, 2), compare.schedules[0].schedule);
+  EXPECT_EQ(cell(first, 10), "7");
+}
+
 TEST(RenderDeterminism, SameInputSameBytes) {
   const std::vector<ReportInput> in{fixture("compare_2r_4mb.json"), fixture("run_1f1b_2r_3mb.json")};
   for (Format f : {Format::Html, Format::Markdown, Format::SummaryCsv, Format::TimelineCsv, Format::Trace}) {
