@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <set>
 
+#include "pipelab/base/error.h"
 #include "pipelab/base/limits.h"
 #include "pipelab/schedules/formats.h"
 #include "shape_inference.h"
@@ -9,6 +10,12 @@
 namespace pipelab {
 
 std::string to_csv(const Schedule& s) {
+  // A row per rank cannot say which chain a stage belongs to: read back, DualPipe's two chains
+  // would be one pipeline that breaks the validator's rules.
+  if (s.shape.chains != 1) {
+    throw InputError(s.name + ": a PyTorch CSV schedule has one chain, this one has " + std::to_string(s.shape.chains) +
+                     " (DualPipe); write it as JSON (--format json)");
+  }
   std::string out;
   for (const auto& list : s.ranks) {
     for (std::size_t i = 0; i < list.size(); ++i) {

@@ -158,3 +158,7 @@ cli_test(bad_layout_only_commas 2 ARGS ${sim2_8b} --pipeline-model-parallel-layo
 # --- the runtime's mock model ---------------------------------------------------------------------------
 cli_test(bad_mock_model_larger_than_the_host 2 ARGS ${run2} --hidden 65536 --ffn 262144 --heads 64 --seq 4096 --mbs 16
          REGEX "profile: the mock model needs about [0-9.]+ GiB of host memory .*, more than this machine's [0-9.]+ GiB of physical memory")
+
+# --- formats that cannot carry a schedule ----------------------------------------------------------
+cli_test(bad_show_dualpipe_csv 2 ARGS show --schedule dualpipe --pp 4 --microbatches 8 --format csv
+         REGEX "dualpipe: a PyTorch CSV schedule has one chain, this one has 2 \\(DualPipe\\); write it as JSON \\(--format json\\)")

@@ -1,8 +1,10 @@
 // CSV (both PyTorch flavours) and JSON: round trips for every generator, and located errors.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
+#include "pipelab/base/error.h"
 #include "pipelab/schedules/formats.h"
 #include "pipelab/schedules/lowering.h"
 #include "pipelab/schedules/registry.h"
@@ -159,6 +161,19 @@ TEST(ParseSchedule, SniffsTheFormat) {
   EXPECT_TRUE(parse_schedule(to_json_text(make_schedule("1f1b", {2, 1, 2, 0})), "x").ok());
   EXPECT_TRUE(parse_schedule("0F0,0B0\n", "x").ok());
   EXPECT_TRUE(parse_schedule(to_csv(add_send_recv(make_schedule("1f1b", {2, 1, 2, 0}))), "x").value().has_comms());
+}
+
+// CSV has no column for the chain: DualPipe's schedule is refused, not written as a file the
+// validator then rejects.
+TEST(Formats, CsvRefusesTwoChains) {
+  const Schedule s = make_schedule("dualpipe", {4, 2, 8, 0});
+  ASSERT_EQ(s.shape.chains, 2);
+  try {
+    (void)to_csv(s);
+    FAIL() << "to_csv wrote a two-chain schedule";
+  } catch (const InputError& e) {
+    EXPECT_THAT(std::string(e.what()), ::testing::HasSubstr("write it as JSON"));
+  }
 }
 
 // Mutations of valid input (a poor man's fuzz pass): the parsers never crash, every rejection says

@@ -16,7 +16,8 @@ enum class CsvFormat {
   ComputeComms,  // PyTorch `compute_comms`: lowered lists with SEND/RECV, no empty cells
 };
 
-/// Writes one row per rank. A lowered schedule is written in the compute_comms sense.
+/// Writes one row per rank. A lowered schedule is written in the compute_comms sense. InputError for
+/// a schedule of two chains (DualPipe), which CSV cannot express.
 std::string to_csv(const Schedule& s);
 
 /// Parses a CSV schedule. The shape is inferred: ranks = rows, stages and microbatches from the
