@@ -31,7 +31,7 @@ struct PlanOptions {
   std::string schedules = "all";
   double memory_headroom_gib = 0;
   int top = 10;
-  double time_budget_s = -1;  // not given
+  std::optional<double> time_budget_s;  // not given: search everything
   std::string json_out, report_out;
   bool allow_cross_node_tp = false;
   std::string moe_dispatcher = "alltoall";
@@ -59,16 +59,17 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   r.moe_dispatcher = parse_moe_dispatcher(o.moe_dispatcher);
   if (o.top < 1) throw InputError("--top=" + std::to_string(o.top) + ": must be at least 1");
   r.top_k = o.top;
-  if (o.time_budget_s == 0 || (o.time_budget_s < 0 && o.time_budget_s != -1)) {
-    throw InputError("--time-budget=" + std::to_string(o.time_budget_s) + ": must be > 0 seconds (leave it out to search everything)");
+  if (o.time_budget_s && !(*o.time_budget_s > 0)) {
+    char given[32];
+    std::snprintf(given, sizeof given, "%g", *o.time_budget_s);
+    throw InputError("--time-budget=" + std::string(given) + ": must be > 0 seconds (leave it out to search everything)");
   }
-  r.time_budget_s = o.time_budget_s > 0 ? o.time_budget_s : 0;
+  r.time_budget_s = o.time_budget_s.value_or(0);
   r.threads = o.threads;
   r.mbs.clear();
-  for (const std::string& m : split_comma_list(o.mbs)) {
-    const std::vector<int> one = parse_int_list("--mbs", m);
-    if (one.front() < 1) throw InputError("--mbs=" + m + ": must be at least 1");
-    r.mbs.push_back(one.front());
+  for (const int m : parse_int_list("--mbs", o.mbs)) {  // an empty item is an error, as a bad number is
+    if (m < 1) throw InputError("--mbs=" + std::to_string(m) + ": must be at least 1");
+    r.mbs.push_back(m);
   }
   if (r.mbs.empty()) throw InputError("--mbs is empty");
   r.recompute.clear();
