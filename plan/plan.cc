@@ -150,6 +150,9 @@ class Search {
                        " usable memory of '" + r.gpu.name + "' (HBM less its reserve); nothing would fit");
     }
     if (r.mbs.empty() || r.recompute.empty() || r.fsdp.empty()) throw InputError("plan: empty micro-batch, recompute or fsdp list");
+    ParallelConfig precision;  // a precision the GPU cannot run is bad input, not a search where nothing fits
+    precision.precision = r.precision;
+    if (const std::optional<ConfigIssue> unsupported = precision_unsupported(precision, r.gpu)) throw InputError(unsupported->message);
     gpu_ = r.gpu;
     gpu_.reserved_memory_bytes += r.memory_headroom_bytes;
     std::vector<std::string> names = r.schedules;

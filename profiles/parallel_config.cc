@@ -313,6 +313,23 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model) {
   return c;
 }
 
+std::optional<ConfigIssue> precision_unsupported(const ParallelConfig& c, const GpuSpec& gpu) {
+  if (c.precision == Precision::kFp8 && gpu.peak_fp8_tflops <= 0) {
+    return ConfigIssue{"precision", "fp8_supported", "precision=fp8 needs FP8 tensor cores; '" + gpu.name + "' has peak_fp8_tflops=0"};
+  }
+  // Transformer Engine runs MXFP8 on Blackwell only (its check_mxfp8_support: compute capability 10.0 on).
+  if (c.precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kMxfp8 && gpu.peak_fp4_tflops <= 0) {
+    return ConfigIssue{"fp8_recipe", "mxfp8_supported",
+                       "fp8_recipe=mxfp8 needs block-scaled (MX) tensor cores, which come with FP4 (Blackwell); '" + gpu.name +
+                           "' has peak_fp4_tflops=0 (Hopper: tensorwise, delayed or blockwise)"};
+  }
+  if (c.precision == Precision::kNvfp4 && gpu.peak_fp4_tflops <= 0) {
+    return ConfigIssue{"precision", "nvfp4_supported",
+                       "precision=nvfp4 needs FP4 tensor cores (Blackwell); '" + gpu.name + "' has peak_fp4_tflops=0"};
+  }
+  return std::nullopt;
+}
+
 ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gpu) {
   ConfigCheck out;
   auto error = [&](std::string field, std::string rule, std::string message) {
@@ -562,10 +579,7 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     }
   }
 
-  if (c.precision == Precision::kFp8 && gpu.peak_fp8_tflops <= 0) {
-    error("precision", "fp8_supported",
-          "precision=fp8 needs FP8 tensor cores; '" + gpu.name + "' has peak_fp8_tflops=0");
-  }
+  if (const std::optional<ConfigIssue> unsupported = precision_unsupported(c, gpu)) out.errors.push_back(*unsupported);
   // Megatron's rules for --first-last-layers-bf16 (TransformerConfig.__post_init__).
   if (c.first_last_layers_bf16) {
     if (c.precision == Precision::kBf16) {
@@ -587,10 +601,6 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
                   str(per_stage));
       }
     }
-  }
-  if (c.precision == Precision::kNvfp4 && gpu.peak_fp4_tflops <= 0) {
-    error("precision", "nvfp4_supported",
-          "precision=nvfp4 needs FP4 tensor cores (Blackwell); '" + gpu.name + "' has peak_fp4_tflops=0");
   }
 
   // Legal but risky.

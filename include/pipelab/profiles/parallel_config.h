@@ -214,6 +214,10 @@ std::string join_messages(const std::vector<ConfigIssue>& issues, std::string_vi
 /// Every rule of docs/profiles.md "Parallel rules", on the config as given (dp/world/seq_length
 /// derived on the fly if missing). Schedule-specific constraints belong to the schedule generators.
 ConfigCheck check(const ParallelConfig& config, const ModelSpec& model, const GpuSpec& gpu);
+/// Whether `gpu` has the tensor cores `config`'s precision and FP8 recipe need (one of check()'s
+/// rules, also asked by the planner before it searches): FP8 needs FP8 tensor cores; MXFP8 and NVFP4
+/// the block-scaled ones that come with FP4 (Blackwell). nullopt when it does.
+std::optional<ConfigIssue> precision_unsupported(const ParallelConfig& config, const GpuSpec& gpu);
 /// Throws ConfigError with every error message of check(), one per line.
 void require_valid(const ParallelConfig& config, const ModelSpec& model, const GpuSpec& gpu);
 
