@@ -266,6 +266,16 @@ TEST(Plan, BadInputIsAClearErrorOrAnHonestEmptyResult) {
   EXPECT_FALSE(out.excluded.empty());
   r.schedules = {"chimera"};
   EXPECT_THROW(run_plan(r), InputError);
+  // A precision the GPU cannot run is bad input, not a search in which nothing fits.
+  r.schedules = {"1f1b"};
+  r.gpu = gpu_preset("a100-80g");
+  r.precision = Precision::kFp8;
+  try {
+    run_plan(r);
+    FAIL() << "fp8 on an A100 was searched";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "precision=fp8 needs FP8 tensor cores; 'a100-80g' has peak_fp8_tflops=0");
+  }
 }
 
 TEST(Plan, ATimeBudgetStopsTheSearchAndSaysSo) {

@@ -281,6 +281,18 @@ TEST(AnalyticCost, Nvfp4MovesTheLinearLayersToTheFp4CurveByHand) {
   ASSERT_EQ(on_hopper.errors.size(), 1u);
   EXPECT_EQ(on_hopper.errors[0].rule, "nvfp4_supported");
   EXPECT_EQ(on_hopper.errors[0].message, "precision=nvfp4 needs FP4 tensor cores (Blackwell); 'h100-sxm' has peak_fp4_tflops=0");
+
+  // MXFP8's block scales need Blackwell's tensor cores as NVFP4's do (Transformer Engine:
+  // check_mxfp8_support); Hopper runs the other FP8 recipes.
+  ParallelConfig mx = fp4;
+  mx.precision = Precision::kFp8;
+  mx.fp8_recipe = Fp8Recipe::kMxfp8;
+  const ConfigCheck mx_on_hopper = check(mx, m, gpu_preset("h100-sxm"));
+  ASSERT_EQ(mx_on_hopper.errors.size(), 1u);
+  EXPECT_EQ(mx_on_hopper.errors[0].rule, "mxfp8_supported");
+  EXPECT_TRUE(check(mx, m, gpu_preset("b200")).ok());
+  mx.fp8_recipe = Fp8Recipe::kBlockwise;
+  EXPECT_TRUE(check(mx, m, gpu_preset("h100-sxm")).ok());
 }
 
 // --first-last-layers-bf16: the first and last decoder layers' GEMMs (global, 0-based layer numbers, as
