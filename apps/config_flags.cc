@@ -250,6 +250,12 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
                         " must divide num_layers/pp = " + std::to_string(out.model.num_layers) + "/" + std::to_string(f.pp));
     }
     c.vp = per_rank / f.layers_per_virtual_stage;
+    // Megatron takes one of the two ("only one of ... can be set"); pipelab accepts both when they agree.
+    if (f.vp > 0 && f.vp != c.vp) {
+      throw ConfigError("--num-layers-per-virtual-pipeline-stage=" + std::to_string(f.layers_per_virtual_stage) + " gives vp=" +
+                        std::to_string(c.vp) + " (num_layers/pp = " + std::to_string(per_rank) + " layers per rank), but --vp=" +
+                        std::to_string(f.vp) + "; give one of them");
+    }
   }
   c.mbs = f.mbs;
   c.seq_length = f.seq;

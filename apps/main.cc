@@ -25,6 +25,7 @@ void print_pasted_notes(const ExpandedArgs& e) {
   };
   print("ignored (no effect on this command)", e.ignored);
   print("replaced by this command line", e.overridden);
+  print("replaced by a later pasted value (argparse keeps the last)", e.superseded);
 }
 
 }  // namespace

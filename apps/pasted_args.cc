@@ -189,6 +189,15 @@ ExpandedArgs expand_pasted_args(const CLI::App& root, const std::vector<std::str
       out.overridden.push_back(kept[i].words.front());
     } else if (!repeated) {
       pasted.insert(pasted.end(), kept[i].words.begin(), kept[i].words.end());
+    } else {
+      // Said only when the values differ: a script that repeats a flag with its value changes nothing.
+      const auto& last = *std::find_if(kept.rbegin(), kept.rend(), [&](const Pasted& p) { return p.option == kept[i].option; });
+      const auto values = [](const Pasted& p) { return std::vector<std::string>(p.words.begin() + 1, p.words.end()); };
+      if (values(last) != values(kept[i])) {
+        std::string words;
+        for (const std::string& w : kept[i].words) words += (words.empty() ? "" : " ") + w;
+        out.superseded.push_back(words);
+      }
     }
   }
   // Right after the subcommand, before the user's own flags: flags apply in command-line order, so

@@ -23,6 +23,7 @@ struct ExpandedArgs {
   std::vector<std::string> args;     // the command line with every pasted flag replaced
   std::vector<std::string> ignored;  // pasted words the subcommand does not use, in order
   std::vector<std::string> overridden;  // pasted flags that pipelab's own flags replaced
+  std::vector<std::string> superseded;  // pasted flags a later paste of the same flag replaced with another value
 };
 
 /// Expands each `--megatron-args VALUE` and `--automodel-yaml FILE` (or `FLAG=VALUE`) in `args` (argv without the

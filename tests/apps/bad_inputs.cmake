@@ -162,3 +162,5 @@ cli_test(bad_mock_model_larger_than_the_host 2 ARGS ${run2} --hidden 65536 --ffn
 # --- formats that cannot carry a schedule ----------------------------------------------------------
 cli_test(bad_show_dualpipe_csv 2 ARGS show --schedule dualpipe --pp 4 --microbatches 8 --format csv
          REGEX "dualpipe: a PyTorch CSV schedule has one chain, this one has 2 \\(DualPipe\\); write it as JSON \\(--format json\\)")
+cli_test(bad_flags_vp_and_layers_per_virtual_stage 2 ARGS simulate --schedule interleaved-1f1b --num-layers-per-virtual-pipeline-stage 5 --vp 2
+         REGEX "--num-layers-per-virtual-pipeline-stage=5 gives vp=4 \\(num_layers/pp = 20 layers per rank\\), but --vp=2; give one of them")
