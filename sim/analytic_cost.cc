@@ -758,12 +758,25 @@ std::int64_t AnalyticCost::reduce_grad_bytes(int stage) const {
   return stage_param_elems_[static_cast<std::size_t>(stage)] * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes);
 }
 
-std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const {
+std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const { return limits::saturated_ns(reduce_grad_parts(stage, false)); }
+
+std::int64_t AnalyticCost::reduce_grad_tail_ns(int, int stage) const { return limits::saturated_ns(reduce_grad_parts(stage, true)); }
+
+double AnalyticCost::dp_collective_sm_share() const { return gpu_.sm_count > 0 ? kTpOverlapBulkSms / gpu_.sm_count : 0; }
+
+double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   const ParallelConfig& c = geometry_->config();
   const int group = c.dp * c.cp;
   // FSDP reduce-scatters each layer's gradients in its W (fsdp_layer_ns), nothing is left to the end.
   if (group <= 1 || c.sharding() == Sharding::kOptimGradsParams) return 0;
-  const double bytes = static_cast<double>(reduce_grad_bytes(stage));
+  double bytes = static_cast<double>(reduce_grad_bytes(stage));
+  if (tail && c.overlap_grad_reduce) {
+    // Megatron's DDP reduces bucket by bucket as the last microbatch's backward produces them (the
+    // others run under no_sync); only the last bucket follows the pass. Default bucket: max(40M,
+    // 1M x DP size) parameters (distributed_data_parallel.py).
+    const double bucket_params = std::max(40e6, 1e6 * group);
+    bytes = std::min(bytes, bucket_params * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes));
+  }
   const Link link = layout_.group_link(c.tp, group);
   // Reduce-scatter (sharded optimizer) or all-reduce (twice the traffic); the distributed
   // optimizer then all-gathers the updated parameters, overlapped with the next iteration's
@@ -775,7 +788,7 @@ std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const {
     const double param_bytes = stage_weight_bytes_[static_cast<std::size_t>(stage)];
     ns += collective_ns(param_bytes * (group - 1) / group, group - 1, link);
   }
-  return limits::saturated_ns(ns);
+  return ns;
 }
 
 }  // namespace pipelab::sim

@@ -57,6 +57,7 @@ class Engine {
   Engine(const Schedule& s, const CostModel& cost, const SimOptions& options)
       : s_(s),
         cost_(cost),
+        dp_sm_share_(std::clamp(cost.dp_collective_sm_share(), 0.0, 1.0)),
         options_(options),
         index_(s.shape),
         signalled_(index_.size(), 0),
@@ -125,6 +126,8 @@ class Engine {
     std::int64_t free_at = 0;   // compute stream busy until
     std::int64_t link_free = 0; // outgoing link busy until
     std::int64_t dp_link_free = 0;  // data-parallel collectives busy until
+    std::int64_t last_compute_start = 0;  // of the latest compute action started
+    std::int64_t compute_debt = 0;        // slowdown owed by the next compute action (dp_sm_share_)
     bool busy = false;
     std::size_t next_iteration = 0;     // index into options.iteration_starts[rank]
     bool at_barrier = false;            // counted in arrived_ for next_iteration
@@ -180,8 +183,16 @@ class Engine {
         ++st.pos;
         continue;
       }
-      const std::int64_t end = checked_end(now_, checked_duration(cost_.duration_ns(r, a), r, a, "duration"), r, a);
+      std::int64_t duration = checked_duration(cost_.duration_ns(r, a), r, a, "duration");
+      // A data-parallel collective running beside it holds some SMs: the action is slowed by that
+      // share of the overlap, plus what a reduction that started with the previous pass owes.
+      if (st.dp_link_free > now_) {
+        duration += static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(std::min(duration, st.dp_link_free - now_)));
+      }
+      duration += std::exchange(st.compute_debt, 0);
+      const std::int64_t end = checked_end(now_, duration, r, a);
       record(r, TimelineEvent{a, Stream::Compute, now_, end, 0, cost_.flops(a)});
+      st.last_compute_start = now_;
       allocate(r, a);
       st.busy = true;
       st.free_at = end;
@@ -202,12 +213,20 @@ class Engine {
 
   // SEND: the transfer occupies this rank's outgoing link; the signal holds when the data arrives.
   // RECV: a non-blocking post; nothing to do. REDUCE_GRAD: a collective on the data-parallel link,
-  // overlapping whatever compute follows it; the iteration ends when the last one does.
+  // overlapping whatever compute follows it; the iteration ends when the last one does. When only a
+  // tail of it must follow the stage's last gradient pass (bucketed reduction), the rest runs from
+  // that pass's start: REDUCE_GRAD comes right after it (add_reduce_grad), so it is the latest
+  // compute started.
   void post(int r, const Action& a) {
     RankState& st = ranks_[static_cast<std::size_t>(r)];
     if (a.op == Op::ReduceGrad) {
-      const std::int64_t start = std::max(now_, st.dp_link_free);
-      st.dp_link_free = checked_end(start, checked_duration(cost_.reduce_grad_ns(r, a.stage), r, a, "reduction time"), r, a);
+      const std::int64_t whole = checked_duration(cost_.reduce_grad_ns(r, a.stage), r, a, "reduction time");
+      const std::int64_t tail = std::min(whole, checked_duration(cost_.reduce_grad_tail_ns(r, a.stage), r, a, "reduction time"));
+      const std::int64_t start = std::max(tail < whole ? st.last_compute_start : now_, st.dp_link_free);
+      // The part already run beside the pass slowed it: the rank's next compute (or the tail) waits for that.
+      const std::int64_t debt = static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(std::clamp<std::int64_t>(now_ - start, 0, whole)));
+      st.compute_debt += debt;
+      st.dp_link_free = std::max(checked_end(start, whole, r, a), checked_end(now_, debt + tail, r, a));
       if (st.dp_link_free > start) {
         record(r, TimelineEvent{a, Stream::Collective, start, st.dp_link_free, cost_.reduce_grad_bytes(a.stage), 0});
       }
@@ -350,6 +369,7 @@ class Engine {
 
   const Schedule& s_;
   const CostModel& cost_;
+  const double dp_sm_share_;  // CostModel::dp_collective_sm_share
   const SimOptions& options_;
   SignalIndex index_;
   std::vector<char> signalled_;  // per signal: it holds (a byte, not a time: nothing reads when)

@@ -283,6 +283,57 @@ TEST(Engine, GradientReductionsOverlapTheCoolDownAndSerializePerRank) {
   EXPECT_GT(r.timeline.makespan_ns(), 0);
 }
 
+// Bucketed reduction (Megatron's overlap_grad_reduce): all but the tail may run from the start of
+// the stage's last gradient pass, slowing that pass by the SM share; the tail follows the pass.
+class BucketedReduceCost : public sim::UniformCost {
+ public:
+  BucketedReduceCost(std::int64_t whole, std::int64_t tail) : sim::UniformCost(sim::UniformTimes{}), whole_(whole), tail_(tail) {}
+  std::int64_t reduce_grad_ns(int, int) const override { return whole_; }
+  std::int64_t reduce_grad_tail_ns(int, int) const override { return tail_; }
+  double dp_collective_sm_share() const override { return 0.1; }
+
+ private:
+  std::int64_t whole_, tail_;
+};
+
+TEST(Engine, ABucketedReductionStartsWithTheLastGradientPassByHand) {
+  // One rank: F0 [0,1000) B0 [1000,3000) F1 [3000,4000) B1 [4000,6000), then the reduction.
+  const Schedule s = add_reduce_grad(add_send_recv(make_schedule("1f1b", {1, 1, 2, 0})));
+  auto reduction = [&](std::int64_t whole, std::int64_t tail) {
+    const auto r = sim::simulate(s, BucketedReduceCost(whole, tail));
+    for (const auto& e : r.timeline.ranks[0]) {
+      if (e.stream == Stream::Collective) return std::pair{e.start_ns, e.end_ns};
+    }
+    return std::pair<std::int64_t, std::int64_t>{-1, -1};
+  };
+  // Longer than the pass: it ends start + whole = 9000 (the pass it slowed by 0.1 x 2000 is inside).
+  EXPECT_EQ(reduction(5000, 1000), (std::pair<std::int64_t, std::int64_t>{4000, 9000}));
+  // Shorter: the pass ends at 6000, slowed by 0.1 x 1500 = 150, then the 1000 tail: 7150.
+  EXPECT_EQ(reduction(1500, 1000), (std::pair<std::int64_t, std::int64_t>{4000, 7150}));
+  // No bucketing (tail = whole): after the pass, as before.
+  EXPECT_EQ(reduction(1500, 1500), (std::pair<std::int64_t, std::int64_t>{6000, 7500}));
+}
+
+TEST(Engine, ComputeBesideAReductionIsSlowedByItsSmShare) {
+  const Schedule s = add_reduce_grad(add_send_recv(make_schedule("interleaved-1f1b", {2, 2, 4, 0})));
+  const auto r = sim::simulate(s, BucketedReduceCost(5000, 5000));
+  int slowed = 0;
+  for (const auto& rank : r.timeline.ranks) {
+    const TimelineEvent* red = nullptr;
+    for (const auto& e : rank) {
+      if (e.stream == Stream::Collective && !red) red = &e;
+    }
+    ASSERT_NE(red, nullptr);
+    for (const auto& e : rank) {
+      if (e.stream != Stream::Compute || e.start_ns < red->start_ns || e.start_ns >= red->end_ns) continue;
+      const std::int64_t base = e.action.op == Op::F ? 1000 : 2000;  // UniformTimes: F 1000, B = I + W
+      EXPECT_EQ(e.end_ns - e.start_ns, base + static_cast<std::int64_t>(0.1 * std::min(base, red->end_ns - e.start_ns)));
+      ++slowed;
+    }
+  }
+  EXPECT_GT(slowed, 0);
+}
+
 TEST(Engine, InputGradCanAllocateWhatItsWeightGradNeeds) {
   // Full recompute: F keeps 100 (the input), I frees it and rebuilds a 30-byte stash, W frees that.
   const Schedule s = add_send_recv(make_schedule("zb-h1", {1, 1, 1, 0}));

@@ -82,6 +82,10 @@ class AnalyticCost final : public CostModel {
   double flops(const Action& a) const override;
   std::int64_t reduce_grad_bytes(int stage) const override;
   std::int64_t reduce_grad_ns(int rank, int stage) const override;
+  /// With --overlap-grad-reduce: the last bucket's reduction (and a gather not overlapped); else all of it.
+  std::int64_t reduce_grad_tail_ns(int rank, int stage) const override;
+  /// NCCL's kernels taken as TE userbuffers' 16 SMs (as for the bulk TP overlap) over sm_count.
+  double dp_collective_sm_share() const override;
   /// F, B, I, W: the pass's TP, EP, exposed CP and FSDP time; an F&B unit: both halves' TP, CP and
   /// FSDP, and as EP whatever else overlap_ns adds to the halves' compute (the EP it cannot hide).
   InActionComm in_action_comm(int rank, const Action& a) const override;
@@ -116,6 +120,9 @@ class AnalyticCost final : public CostModel {
   /// FSDP: one layer's weight all-gather (or, with `gradients`, its gradient reduce-scatter) over
   /// the data-parallel shards; 0 unless parameters are sharded.
   double fsdp_layer_ns(int layer, bool gradients) const;
+  /// A stage's data-parallel gradient reduction (with the parameter gather when not overlapped), or
+  /// with `tail` only the part after the stage's last gradient pass.
+  double reduce_grad_parts(int stage, bool tail) const;
   /// The loss (final norm, LM head, cross-entropy) and/or `mtp_layers` MTP modules of a stage.
   PassCost output_pass(Pass pass, bool loss, int mtp_layers) const;
   PassCost embedding_pass(Pass pass) const;

@@ -42,6 +42,12 @@ class CostModel {
   /// Data-parallel gradient reduction of one stage's gradients (REDUCE_GRAD): bytes and time.
   virtual std::int64_t reduce_grad_bytes(int /*stage*/) const { return 0; }
   virtual std::int64_t reduce_grad_ns(int /*rank*/, int /*stage*/) const { return 0; }
+  /// The part of reduce_grad_ns that follows the stage's last gradient pass: the rest may run while
+  /// that pass produces the gradients (bucketed reduction). Default: all of it.
+  virtual std::int64_t reduce_grad_tail_ns(int rank, int stage) const { return reduce_grad_ns(rank, stage); }
+  /// The share of the SMs a data-parallel collective's kernels hold while they run: compute beside a
+  /// REDUCE_GRAD is slowed by that share of the overlap. 0 for models that do not time it.
+  virtual double dp_collective_sm_share() const { return 0; }
   /// The exposed communication inside compute action `a` on `rank`, by kind. Zero for models that
   /// do not split an action's time (uniform, profiled).
   virtual InActionComm in_action_comm(int /*rank*/, const Action& /*a*/) const { return {}; }
