@@ -511,6 +511,14 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     error("num_distributed_optimizer_instances", "instances_divide_dp",
           "num_distributed_optimizer_instances=" + str(instances) + " must divide dp*cp=" + str(dp * c.cp));
   }
+  if (c.optimizer_offload_fraction > 0 && c.optimizer_offload_fraction <= 1) {
+    // Megatron's HybridDeviceOptimizer steps that share on the CPU and copies gradients and weights over
+    // the host link; pipelab only drops it from the GPU's memory and step.
+    warn("optimizer_offload_fraction", "optimizer_offload_untimed",
+         "optimizer_offload_fraction=" + std::to_string(c.optimizer_offload_fraction) +
+             ": the host's optimizer step and the gradient and weight copies over the host link are not timed, so the "
+             "iteration is optimistic (only the GPU's memory and step shrink)");
+  }
   if (c.fsdp == Fsdp::kTorch && (c.pp > 1 || c.ep > 1)) {
     // torchtitan and NeMo AutoModel run FSDP2 beside PP and EP; Megatron-LM's integration does not.
     warn("fsdp", "torch_fsdp2_with_pp_or_ep",
