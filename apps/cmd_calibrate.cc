@@ -83,6 +83,12 @@ void print_report(const sim::CalibrationReport& r, std::ostream& out) {
     out << buf;
   }
   for (const std::string& n : r.not_fitted) out << "# not fitted: " << n << "\n";
+  // As many parameters as runs fit every run exactly whatever the model: the errors after the fit, and the
+  // leave-one-out ones (each refit has fewer runs than parameters), then say nothing.
+  if (r.params.size() >= r.runs.size()) {
+    out << "# warning: " << r.params.size() << " parameters fitted to " << r.runs.size()
+        << " runs: the fit is underdetermined and its errors (leave-one-out too) say little; fit fewer (--fit) or add runs\n";
+  }
 }
 
 }  // namespace
