@@ -1,6 +1,8 @@
 // `pipelab list [schedules]`: what pipelab knows about.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
+#include <string_view>
 
 #include "commands.h"
 #include "pipelab/base/error.h"
@@ -21,9 +23,13 @@ void print_aliases(std::ostream& os, int indent, const std::vector<std::string>&
 }
 
 void print_schedules(std::ostream& os) {
-  os << std::left << std::setw(18) << "# schedule" << std::setw(70) << "description" << "constraints\n";
+  // The description column as wide as the longest description, so the columns never run together.
+  std::size_t width = 0;
+  for (const ScheduleInfo& info : schedule_registry()) width = std::max(width, std::string_view(info.summary).size() + 2);
+  const int w = static_cast<int>(width);
+  os << std::left << std::setw(18) << "# schedule" << std::setw(w) << "description" << "constraints\n";
   for (const ScheduleInfo& info : schedule_registry()) {
-    os << std::left << std::setw(18) << info.name << std::setw(70) << info.summary << info.constraints << "\n";
+    os << std::left << std::setw(18) << info.name << std::setw(w) << info.summary << info.constraints << "\n";
     print_aliases(os, 18, info.aliases);
   }
 }

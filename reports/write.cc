@@ -47,7 +47,7 @@ std::vector<std::string> input_labels(const std::vector<std::string>& preferred,
 
 void write_report(const std::vector<ReportInput>& inputs, const std::string& out_path, Format format) {
   if (format == Format::Trace) {  // one event per action: written as it is made
-    return write_file_streamed(out_path, "report", [&](std::ostream& os) { write_chrome_trace(os, inputs); });
+    return write_file_streamed(out_path, "trace", [&](std::ostream& os) { write_chrome_trace(os, inputs); });
   }
   write_text_file(out_path, render(inputs, format), "report");
 }
