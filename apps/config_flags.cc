@@ -116,12 +116,12 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--cp,--context-parallel-size", c.cp, "Context-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--ep,--expert-model-parallel-size", c.ep, "Expert-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--dp,--data-parallel-size", c.dp, "Data-parallel size (0 = derive from --gpus)")->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--gpus,--world-size", c.gpus, "Total GPUs (default tp*pp*cp*4 when --dp is not given)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--gpus,--world-size", c.gpus, "Total GPUs (default tp*pp*cp*4 when --dp is not given)")->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--mbs,--micro-batch-size", c.mbs, "Micro-batch size (sequences)")->capture_default_str()->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--gbs,--global-batch-size", c.gbs, "Global batch size (sequences); default mbs*dp*32")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--gbs,--global-batch-size", c.gbs, "Global batch size (sequences); default mbs*dp*32")->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--microbatches,--num-microbatches", c.microbatches, "Microbatches per iteration (instead of --gbs)")
-      ->check(CLI::Range(0, 1 << 30));
-  cmd->add_option("--seq,--seq-length", c.seq, "Sequence length (default: the model's)")->check(CLI::Range(0, 1 << 30));
+      ->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--seq,--seq-length", c.seq, "Sequence length (default: the model's)")->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--recompute,--recompute-granularity", c.recompute, "none | selective | full")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "selective", "full"}));

@@ -164,3 +164,6 @@ cli_test(bad_show_dualpipe_csv 2 ARGS show --schedule dualpipe --pp 4 --microbat
          REGEX "dualpipe: a PyTorch CSV schedule has one chain, this one has 2 \\(DualPipe\\); write it as JSON \\(--format json\\)")
 cli_test(bad_flags_vp_and_layers_per_virtual_stage 2 ARGS simulate --schedule interleaved-1f1b --num-layers-per-virtual-pipeline-stage 5 --vp 2
          REGEX "--num-layers-per-virtual-pipeline-stage=5 gives vp=4 \\(num_layers/pp = 20 layers per rank\\), but --vp=2; give one of them")
+# 0 was the "not given" value of these flags and ran the defaults silently (new-user audit).
+cli_test(bad_flags_gbs_0 2 ARGS simulate --gbs 0 REGEX "--gbs: Value 0 not in range 1 to 1073741824")
+cli_test(bad_flags_gpus_0 2 ARGS compare --gpus 0 REGEX "--gpus: Value 0 not in range 1 to 1073741824")
