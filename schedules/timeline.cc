@@ -57,7 +57,9 @@ std::vector<PhaseSpan> lay_out_phases(const TimelineEvent& e, const ActionPhases
     const std::int64_t start = std::min<std::int64_t>(e.end_ns, e.start_ns + std::llround(before * scale));
     before += static_cast<double>(p.ns);
     const std::int64_t end = &p == &split.phases.back() ? e.end_ns : std::min<std::int64_t>(e.end_ns, e.start_ns + std::llround(before * scale));
-    out.push_back({&p, start, end, std::min<std::int64_t>(end - start, std::llround(static_cast<double>(p.exposed_comm_ns) * scale))});
+    // The exposed communication is not scaled: an event longer than its phases (compute slowed by a
+    // data-parallel collective beside it) has its compute slowed, not its communication.
+    out.push_back({&p, start, end, std::min<std::int64_t>(end - start, p.exposed_comm_ns)});
   }
   return out;
 }
@@ -95,7 +97,7 @@ std::vector<Phase> phase_totals(const Timeline& t, const std::vector<ActionPhase
       if (it == sums.end()) it = sums.insert(sums.end(), Sum{p.name});
       it->ns += static_cast<double>(p.ns) * scale;
       it->comm_ns += static_cast<double>(p.comm_ns) * kind_events[k];
-      it->exposed_ns += static_cast<double>(p.exposed_comm_ns) * scale;
+      it->exposed_ns += static_cast<double>(p.exposed_comm_ns) * kind_events[k];  // unscaled, as lay_out_phases
     }
   }
   std::vector<Phase> out;

@@ -770,11 +770,15 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   // FSDP reduce-scatters each layer's gradients in its W (fsdp_layer_ns), nothing is left to the end.
   if (group <= 1 || c.sharding() == Sharding::kOptimGradsParams) return 0;
   double bytes = static_cast<double>(reduce_grad_bytes(stage));
-  if (tail && c.overlap_grad_reduce) {
+  if (tail && c.overlap_grad_reduce && stage == 0) {
     // Megatron's DDP reduces bucket by bucket as the last microbatch's backward produces them (the
-    // others run under no_sync); only the last bucket follows the pass. Default bucket: max(40M,
-    // 1M x DP size) parameters (distributed_data_parallel.py).
-    const double bucket_params = std::max(40e6, 1e6 * group);
+    // others run under no_sync), but only on the first pipeline stage's first chunk: later stages and
+    // chunks take one bucket, reduced after the pass (distributed_data_parallel.py: bucket_size None
+    // for pp_rank > 0; training.py: for chunk_idx > 0). Only the last bucket follows the pass: the
+    // default bucket, max(40M, 1M x DP size) parameters, or the word embedding, which is among the
+    // first parameters (the last gradients) and which no bucket splits (param_and_grad_buffer.py).
+    const double embedding_params = geometry_->vocab_per_gpu() * geometry_->model().hidden_size;
+    const double bucket_params = std::max({40e6, 1e6 * c.dp, embedding_params});
     bytes = std::min(bytes, bucket_params * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes));
   }
   const Link link = layout_.group_link(c.tp, group);

@@ -127,7 +127,7 @@ class Engine {
     std::int64_t link_free = 0; // outgoing link busy until
     std::int64_t dp_link_free = 0;  // data-parallel collectives busy until
     std::int64_t last_compute_start = 0;  // of the latest compute action started
-    std::int64_t compute_debt = 0;        // slowdown owed by the next compute action (dp_sm_share_)
+    std::int64_t compute_ready_at = 0;    // the last pass's real end when a reduction beside it slowed it
     bool busy = false;
     std::size_t next_iteration = 0;     // index into options.iteration_starts[rank]
     bool at_barrier = false;            // counted in arrived_ for next_iteration
@@ -183,13 +183,16 @@ class Engine {
         ++st.pos;
         continue;
       }
+      if (st.compute_ready_at > now_) {  // the previous pass, slowed by a reduction beside it, has not ended
+        wake(r, st.compute_ready_at);
+        return;
+      }
       std::int64_t duration = checked_duration(cost_.duration_ns(r, a), r, a, "duration");
       // A data-parallel collective running beside it holds some SMs: the action is slowed by that
-      // share of the overlap, plus what a reduction that started with the previous pass owes.
+      // share of the overlap.
       if (st.dp_link_free > now_) {
         duration += static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(std::min(duration, st.dp_link_free - now_)));
       }
-      duration += std::exchange(st.compute_debt, 0);
       const std::int64_t end = checked_end(now_, duration, r, a);
       record(r, TimelineEvent{a, Stream::Compute, now_, end, 0, cost_.flops(a)});
       st.last_compute_start = now_;
@@ -211,25 +214,53 @@ class Engine {
     advance(r);
   }
 
+  // A stage's gradient reduction. When only a tail of it must follow the stage's last gradient pass
+  // (bucketed reduction: the last bucket), the body runs from that pass's start — REDUCE_GRAD comes
+  // right after the pass (add_reduce_grad), so the pass is the latest compute started — and slows the
+  // pass by the SMs it holds: the pass really ends debt later, and the tail and the rank's next compute
+  // wait for that. Recorded as the body and the tail, each when the link is busy with it.
+  void post_reduction(int r, const Action& a) {
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    const std::int64_t whole = checked_duration(cost_.reduce_grad_ns(r, a.stage), r, a, "reduction time");
+    const std::int64_t tail = std::min(whole, checked_duration(cost_.reduce_grad_tail_ns(r, a.stage), r, a, "reduction time"));
+    const std::int64_t bytes = cost_.reduce_grad_bytes(a.stage);
+    if (tail == whole) {
+      const std::int64_t start = std::max(now_, st.dp_link_free);
+      st.dp_link_free = checked_end(start, whole, r, a);
+      if (st.dp_link_free > start) record(r, TimelineEvent{a, Stream::Collective, start, st.dp_link_free, bytes, 0});
+      return;
+    }
+    const std::int64_t body = whole - tail;
+    const std::int64_t start = std::max(st.last_compute_start, st.dp_link_free);
+    const std::int64_t body_end = checked_end(start, body, r, a);
+    const std::int64_t beside_pass = std::clamp<std::int64_t>(now_ - start, 0, body);
+    const std::int64_t pass_end = checked_end(now_, static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(beside_pass)), r, a);
+    st.compute_ready_at = std::max(st.compute_ready_at, pass_end);
+    if (pass_end > now_ && options_.record_timeline) {
+      // The pass's event ends where it really ended. Nothing downstream waited on it: bucketing is the
+      // first stage's (AnalyticCost::reduce_grad_tail_ns), whose backward sends nothing.
+      auto& events = result_.timeline.ranks[static_cast<std::size_t>(r)];
+      for (auto e = events.rbegin(); e != events.rend(); ++e) {
+        if (e->stream != Stream::Compute) continue;
+        if (e->start_ns == st.last_compute_start) e->end_ns = pass_end;
+        break;
+      }
+    }
+    result_.makespan_ns = std::max(result_.makespan_ns, pass_end);
+    const std::int64_t tail_start = std::max(body_end, pass_end);
+    st.dp_link_free = checked_end(tail_start, tail, r, a);
+    const auto share = [&](std::int64_t part) { return static_cast<std::int64_t>(static_cast<double>(bytes) * static_cast<double>(part) / static_cast<double>(whole)); };
+    if (body > 0) record(r, TimelineEvent{a, Stream::Collective, start, body_end, share(body), 0});
+    if (tail > 0) record(r, TimelineEvent{a, Stream::Collective, tail_start, st.dp_link_free, bytes - share(body), 0});
+  }
+
   // SEND: the transfer occupies this rank's outgoing link; the signal holds when the data arrives.
   // RECV: a non-blocking post; nothing to do. REDUCE_GRAD: a collective on the data-parallel link,
-  // overlapping whatever compute follows it; the iteration ends when the last one does. When only a
-  // tail of it must follow the stage's last gradient pass (bucketed reduction), the rest runs from
-  // that pass's start: REDUCE_GRAD comes right after it (add_reduce_grad), so it is the latest
-  // compute started.
+  // overlapping whatever compute follows it; the iteration ends when the last one does.
   void post(int r, const Action& a) {
     RankState& st = ranks_[static_cast<std::size_t>(r)];
     if (a.op == Op::ReduceGrad) {
-      const std::int64_t whole = checked_duration(cost_.reduce_grad_ns(r, a.stage), r, a, "reduction time");
-      const std::int64_t tail = std::min(whole, checked_duration(cost_.reduce_grad_tail_ns(r, a.stage), r, a, "reduction time"));
-      const std::int64_t start = std::max(tail < whole ? st.last_compute_start : now_, st.dp_link_free);
-      // The part already run beside the pass slowed it: the rank's next compute (or the tail) waits for that.
-      const std::int64_t debt = static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(std::clamp<std::int64_t>(now_ - start, 0, whole)));
-      st.compute_debt += debt;
-      st.dp_link_free = std::max(checked_end(start, whole, r, a), checked_end(now_, debt + tail, r, a));
-      if (st.dp_link_free > start) {
-        record(r, TimelineEvent{a, Stream::Collective, start, st.dp_link_free, cost_.reduce_grad_bytes(a.stage), 0});
-      }
+      post_reduction(r, a);
       return;
     }
     if (a.op != Op::SendF && a.op != Op::SendB) return;

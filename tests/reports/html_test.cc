@@ -78,7 +78,7 @@ TEST(HtmlReport, SimulateHasOneRowPerRankAndOneBoxPerEvent) {
 TEST(HtmlReport, PhaseStripUnderMoeActions) {
   ReportInput sim = fixture("simulate_1f1b_2r_3mb.json");
   EXPECT_EQ(render_html({sim}).find("class=\"phase"), std::string::npos);
-  sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6, 0, 0}, {"dispatch", 4, 4, 4}}}};
+  sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6'000'000, 0, 0}, {"dispatch", 4'000'000, 4'000'000, 4'000'000}}}};  // ns, as 0F0 runs them
   const std::string html = render_html({sim});
   const auto els = scan_html(html);
   const auto phases = select(els, "rect", "phase");

@@ -166,7 +166,7 @@ TEST(ChromeTrace, DeviceActivityGoesUnderItsRank) {
 // their kind.
 TEST(ChromeTrace, PhasesTileTheirActionsOnTheirOwnThread) {
   ReportInput sim = fixture("simulate_1f1b_2r_3mb.json");
-  sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6, 0, 0}, {"dispatch", 4, 4, 4}}}};
+  sim.schedules[0].runs[0].phases = {{Op::F, 0, -1, {{"attention & dense", 6'000'000, 0, 0}, {"dispatch", 4'000'000, 4'000'000, 4'000'000}}}};  // ns, as 0F0 runs them
   const json trace = json::parse(render_chrome_trace({sim}));
   expect_schema(trace);
   std::vector<json> phases;

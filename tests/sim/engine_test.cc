@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipelab/base/error.h"
+#include "pipelab/sim/iterations.h"
 #include "sim_helpers.h"
 
 namespace pipelab {
@@ -297,21 +298,58 @@ class BucketedReduceCost : public sim::UniformCost {
 };
 
 TEST(Engine, ABucketedReductionStartsWithTheLastGradientPassByHand) {
-  // One rank: F0 [0,1000) B0 [1000,3000) F1 [3000,4000) B1 [4000,6000), then the reduction.
+  // One rank: F0 [0,1000) B0 [1000,3000) F1 [3000,4000) B1 [4000,6000), then the reduction: its body
+  // (whole - tail) from B1's start, its tail after B1, which the body slowed by 0.1 x the overlap.
   const Schedule s = add_reduce_grad(add_send_recv(make_schedule("1f1b", {1, 1, 2, 0})));
+  using Span = std::pair<std::int64_t, std::int64_t>;
   auto reduction = [&](std::int64_t whole, std::int64_t tail) {
     const auto r = sim::simulate(s, BucketedReduceCost(whole, tail));
+    std::vector<Span> spans;
     for (const auto& e : r.timeline.ranks[0]) {
-      if (e.stream == Stream::Collective) return std::pair{e.start_ns, e.end_ns};
+      if (e.stream == Stream::Collective) spans.emplace_back(e.start_ns, e.end_ns);
     }
-    return std::pair<std::int64_t, std::int64_t>{-1, -1};
+    EXPECT_EQ(r.makespan_ns, spans.empty() ? 0 : spans.back().second);
+    return spans;
   };
-  // Longer than the pass: it ends start + whole = 9000 (the pass it slowed by 0.1 x 2000 is inside).
-  EXPECT_EQ(reduction(5000, 1000), (std::pair<std::int64_t, std::int64_t>{4000, 9000}));
-  // Shorter: the pass ends at 6000, slowed by 0.1 x 1500 = 150, then the 1000 tail: 7150.
-  EXPECT_EQ(reduction(1500, 1000), (std::pair<std::int64_t, std::int64_t>{4000, 7150}));
-  // No bucketing (tail = whole): after the pass, as before.
-  EXPECT_EQ(reduction(1500, 1500), (std::pair<std::int64_t, std::int64_t>{6000, 7500}));
+  // Body 4000 longer than the pass: [4000, 8000), the pass slowed by 0.1 x 2000 (ends 6200), tail [8000, 9000).
+  EXPECT_EQ(reduction(5000, 1000), (std::vector<Span>{{4000, 8000}, {8000, 9000}}));
+  // Body 500: [4000, 4500); the pass ends 0.1 x 500 later (6050), then the tail [6050, 7050).
+  EXPECT_EQ(reduction(1500, 1000), (std::vector<Span>{{4000, 4500}, {6050, 7050}}));
+  // No bucketing (tail = whole): one reduction after the pass.
+  EXPECT_EQ(reduction(1500, 1500), (std::vector<Span>{{6000, 7500}}));
+}
+
+TEST(Engine, ComputeAfterABucketedReductionWaitsForTheSlowedPassByHand) {
+  // One rank, two chunks: ... 1B1 [8000,10000) ends stage 1's gradients. Its reduction (whole 1500, tail
+  // 1000): body [8000,8500), which slows 1B1 by 0.1 x 500 (its event ends at 10050), tail [10050,11050).
+  // 0B1 waits for 1B1: [10050, 10050 + 2000 + 0.1 x the 1000 ns the tail keeps the link busy = 12150);
+  // stage 0's body [11050,11550) slows it by 50 more (12200), then its tail [12200,13200).
+  const Schedule s = add_reduce_grad(add_send_recv(make_schedule("interleaved-1f1b", {1, 2, 2, 0})));
+  const auto r = sim::simulate(s, BucketedReduceCost(1500, 1000));
+  std::vector<std::pair<std::int64_t, std::int64_t>> reductions, backwards;
+  for (const auto& e : r.timeline.ranks[0]) {
+    if (e.stream == Stream::Collective) reductions.emplace_back(e.start_ns, e.end_ns);
+    if (e.stream == Stream::Compute && e.action.op == Op::B && e.action.mb == 1) backwards.emplace_back(e.start_ns, e.end_ns);
+  }
+  EXPECT_EQ(backwards, (std::vector<std::pair<std::int64_t, std::int64_t>>{{8000, 10050}, {10050, 12200}}));
+  EXPECT_EQ(reductions, (std::vector<std::pair<std::int64_t, std::int64_t>>{{8000, 8500}, {10050, 11050}, {11050, 11550}, {12200, 13200}}));
+  EXPECT_EQ(r.makespan_ns, 13200);
+}
+
+// The next iteration starts after the reduction (sync step): nothing left to owe, its forward runs whole.
+TEST(Engine, ANewIterationOwesNothingToTheLastReduction) {
+  const sim::RepeatedSchedule repeated = sim::repeat_iterations(add_reduce_grad(add_send_recv(make_schedule("1f1b", {1, 1, 2, 0}))), 2);
+  sim::SimOptions o;
+  o.iteration_starts = repeated.iteration_starts;
+  o.optimizer_step = sim::OptimizerStep::Sync;
+  const auto r = sim::simulate(repeated.schedule, BucketedReduceCost(1500, 1000), o);
+  std::vector<const TimelineEvent*> forwards;
+  for (const auto& e : r.timeline.ranks[0]) {
+    if (e.stream == Stream::Compute && e.action.op == Op::F) forwards.push_back(&e);
+  }
+  ASSERT_EQ(forwards.size(), 4u);
+  EXPECT_EQ(forwards[2]->start_ns, 7050);  // after the first iteration's tail [6050, 7050)
+  EXPECT_EQ(forwards[2]->duration_ns(), 1000);
 }
 
 TEST(Engine, ComputeBesideAReductionIsSlowedByItsSmShare) {

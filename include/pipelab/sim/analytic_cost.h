@@ -82,7 +82,8 @@ class AnalyticCost final : public CostModel {
   double flops(const Action& a) const override;
   std::int64_t reduce_grad_bytes(int stage) const override;
   std::int64_t reduce_grad_ns(int rank, int stage) const override;
-  /// With --overlap-grad-reduce: the last bucket's reduction (and a gather not overlapped); else all of it.
+  /// With --overlap-grad-reduce, on the first stage (Megatron buckets only pp rank 0's first chunk): the
+  /// last bucket's reduction (and a gather not overlapped); elsewhere all of it.
   std::int64_t reduce_grad_tail_ns(int rank, int stage) const override;
   /// NCCL's kernels taken as TE userbuffers' 16 SMs (as for the bulk TP overlap) over sm_count.
   double dp_collective_sm_share() const override;
