@@ -192,7 +192,11 @@ ExpandedArgs expand_pasted_args(const CLI::App& root, const std::vector<std::str
     } else {
       // Said only when the values differ: a script that repeats a flag with its value changes nothing.
       const auto& last = *std::find_if(kept.rbegin(), kept.rend(), [&](const Pasted& p) { return p.option == kept[i].option; });
-      const auto values = [](const Pasted& p) { return std::vector<std::string>(p.words.begin() + 1, p.words.end()); };
+      const auto values = [](const Pasted& p) {  // --flag=value carries its value in the flag's word
+        std::vector<std::string> v(p.words.begin() + 1, p.words.end());
+        if (const std::size_t eq = p.words.front().find('='); eq != std::string::npos) v.insert(v.begin(), p.words.front().substr(eq + 1));
+        return v;
+      };
       if (values(last) != values(kept[i])) {
         std::string words;
         for (const std::string& w : kept[i].words) words += (words.empty() ? "" : " ") + w;

@@ -317,7 +317,8 @@ std::optional<ConfigIssue> precision_unsupported(const ParallelConfig& c, const 
   if (c.precision == Precision::kFp8 && gpu.peak_fp8_tflops <= 0) {
     return ConfigIssue{"precision", "fp8_supported", "precision=fp8 needs FP8 tensor cores; '" + gpu.name + "' has peak_fp8_tflops=0"};
   }
-  // Transformer Engine runs MXFP8 on Blackwell only (its check_mxfp8_support: compute capability 10.0 on).
+  // Transformer Engine runs MXFP8 on data-center Blackwell only (its MXFP8 support check: compute
+  // capability 10.x or 11.x); FP4 tensor cores stand for them here, as no GPU spec field names the architecture.
   if (c.precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kMxfp8 && gpu.peak_fp4_tflops <= 0) {
     return ConfigIssue{"fp8_recipe", "mxfp8_supported",
                        "fp8_recipe=mxfp8 needs block-scaled (MX) tensor cores, which come with FP4 (Blackwell); '" + gpu.name +

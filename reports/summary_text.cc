@@ -22,11 +22,12 @@ std::string ms(std::int64_t ns) { return milliseconds(ns) + " ms"; }
 // The rank with the largest peak: the one that decides whether the layout fits.
 // Null when the result states no memory (uniform costs model none).
 const RankRow* fullest_rank(const TimelineResult& run) {
+  if (!states_memory(run)) return nullptr;
   const RankRow* fullest = nullptr;
   for (const RankRow& r : run.ranks) {
     if (!fullest || r.peak_memory_bytes > fullest->peak_memory_bytes) fullest = &r;
   }
-  return fullest && fullest->peak_memory_bytes > 0 ? fullest : nullptr;
+  return fullest;
 }
 
 // "rank 0: weights 8.2 + grads 4.1 + optimizer 12.3 + activations 20.1 = 44.7 GiB"
@@ -106,10 +107,12 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
         if (r.schedule != &s) continue;
         const auto& v = r.value;
         const int vp = s.vp > 0 ? s.vp : config_vp;
-        std::snprintf(line, sizeof line, "  %-18s %3s %10.2f %7.2f %8.2f %10s %6s %12.1f %9.1f %10.3f  %s\n", r.label.c_str(),
+        const bool memory_known = states_memory(*r.run);  // without it, no peak and no fits/OOM status
+        std::snprintf(line, sizeof line, "  %-18s %3s %10.2f %7.2f %8.2f %10s %6s %12.1f %9s %10.3f  %s\n", r.label.c_str(),
                       vp > 0 ? std::to_string(vp).c_str() : "-", v[kIterationTime], v[kBubble], v[kPipelineBubble],
                       r.missing[kTflops] ? "-" : fixed(v[kTflops], 1).c_str(), r.missing[kMfu] ? "-" : fixed(v[kMfu], 1).c_str(),
-                      v[kTokens], v[kPeakMemory], v[kExposedComm], r.oom ? "OOM" : "OK");
+                      v[kTokens], memory_known ? fixed(v[kPeakMemory], 1).c_str() : "-", v[kExposedComm],
+                      memory_known ? (r.oom ? "OOM" : "OK") : "-");
         out += line;
         std::snprintf(line, sizeof line, "#   %-18s ", r.label.c_str());
         if (!s.pipeline_layout.empty()) layouts += line + s.pipeline_layout + "\n";
@@ -136,7 +139,7 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
     any_fits = any_fits || !r.oom;
   }
   if (best) {
-    out += "# best fitting schedule: " + best->label + " (" +
+    out += std::string(states_memory(t) ? "# best fitting schedule: " : "# best schedule (memory not modelled): ") + best->label + " (" +
            std::to_string(static_cast<long>(best->value[kTokens])) + " tokens/s/GPU)\n";
   } else if (t.rows.empty()) {
     out += "# no schedule is applicable to this configuration\n";

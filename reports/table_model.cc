@@ -123,11 +123,16 @@ Verdict count_line(const ComparisonTable& t) {
 
 }  // namespace
 
+bool states_memory(const TimelineResult& run) {
+  return std::any_of(run.ranks.begin(), run.ranks.end(), [](const RankRow& k) { return k.peak_memory_bytes > 0; });
+}
+
+bool states_memory(const ComparisonTable& t) {
+  return std::any_of(t.rows.begin(), t.rows.end(), [](const TableRow& r) { return states_memory(*r.run); });
+}
+
 Verdict memory_verdict(const ComparisonTable& t) {
-  const bool any_memory = std::any_of(t.rows.begin(), t.rows.end(), [](const TableRow& r) {
-    return std::any_of(r.run->ranks.begin(), r.run->ranks.end(), [](const RankRow& k) { return k.peak_memory_bytes > 0; });
-  });
-  if (!any_memory) return {"memory: not modelled (uniform costs time the schedule alone)", true, /*judged=*/false};
+  if (!states_memory(t)) return {"memory: not modelled (uniform costs time the schedule alone)", true, /*judged=*/false};
   std::vector<std::string> over;
   std::set<std::int64_t> capacities;
   for (const TableRow& r : t.rows) {

@@ -111,6 +111,11 @@ struct ComparisonTable {
 /// of the group fit (an OOM row is never best; a group with fewer than two fitting rows has none).
 ComparisonTable build_comparison(std::vector<ReportInput> inputs);
 
+/// Whether a result states any memory (uniform costs model none: every rank's peak is 0).
+bool states_memory(const TimelineResult& run);
+/// Whether any row of the table does.
+bool states_memory(const ComparisonTable& t);
+
 /// The memory footer line: "memory: K of N fit in X GiB[; over: names]" (a verdict; OK when all fit),
 /// or a plain "memory: not modelled" line when no row states any memory (uniform costs).
 Verdict memory_verdict(const ComparisonTable& t);
