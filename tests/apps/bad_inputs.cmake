@@ -167,3 +167,5 @@ cli_test(bad_flags_vp_and_layers_per_virtual_stage 2 ARGS simulate --schedule in
 # 0 was the "not given" value of these flags and ran the defaults silently (new-user audit).
 cli_test(bad_flags_gbs_0 2 ARGS simulate --gbs 0 REGEX "--gbs: Value 0 not in range 1 to 1073741824")
 cli_test(bad_flags_gpus_0 2 ARGS compare --gpus 0 REGEX "--gpus: Value 0 not in range 1 to 1073741824")
+cli_test(bad_flags_seq_0 2 ARGS simulate --seq 0 REGEX "--seq: Value 0 not in range 1 to 1073741824")
+cli_test(bad_flags_microbatches_0 2 ARGS simulate --microbatches 0 REGEX "--microbatches: Value 0 not in range 1 to 1073741824")
