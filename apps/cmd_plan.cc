@@ -171,7 +171,7 @@ void add_plan_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--gpu", o->gpu, "GPU preset (pipelab list gpus) or a GPU JSON file")->capture_default_str();
   cmd->add_option("--gpus,--world-size", o->gpus, "Total GPUs")->required();
   cmd->add_option("--gbs,--global-batch-size", o->gbs, "Global batch size (sequences)")->required();
-  cmd->add_option("--seq,--seq-length", o->seq, "Sequence length (default: the model's)")->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--seq,--seq-length", o->seq, "Sequence length (default: the model's)")->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--precision", o->precision, "bf16 | fp8 | nvfp4")->capture_default_str()->check(CLI::IsMember({"bf16", "fp8", "nvfp4"}));
   cmd->add_option("--schedules", o->schedules, "all, or a comma-separated list of schedules")->capture_default_str();
   cmd->add_option("--memory-headroom", o->memory_headroom_gib, "GiB kept free on every GPU besides its reserve")->capture_default_str();

@@ -119,6 +119,7 @@ class SharedCost final : public sim::CostModel {
   std::int64_t reduce_grad_bytes(int stage) const override { return cost_->reduce_grad_bytes(stage); }
   std::int64_t reduce_grad_ns(int rank, int stage) const override { return cost_->reduce_grad_ns(rank, stage); }
   std::int64_t reduce_grad_tail_ns(int rank, int stage) const override { return cost_->reduce_grad_tail_ns(rank, stage); }
+  std::int64_t reduce_grad_tail_bytes(int stage) const override { return cost_->reduce_grad_tail_bytes(stage); }
   double dp_collective_sm_share() const override { return cost_->dp_collective_sm_share(); }
   sim::InActionComm in_action_comm(int rank, const Action& a) const override { return cost_->in_action_comm(rank, a); }
   std::int64_t optimizer_step_ns(double params) const override { return cost_->optimizer_step_ns(params); }

@@ -107,7 +107,7 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
         if (r.schedule != &s) continue;
         const auto& v = r.value;
         const int vp = s.vp > 0 ? s.vp : config_vp;
-        const bool memory_known = states_memory(*r.run);  // without it, no peak and no fits/OOM status
+        const bool memory_known = !r.missing[kPeakMemory];  // without it, no peak and no fits/OOM status
         std::snprintf(line, sizeof line, "  %-18s %3s %10.2f %7.2f %8.2f %10s %6s %12.1f %9s %10.3f  %s\n", r.label.c_str(),
                       vp > 0 ? std::to_string(vp).c_str() : "-", v[kIterationTime], v[kBubble], v[kPipelineBubble],
                       r.missing[kTflops] ? "-" : fixed(v[kTflops], 1).c_str(), r.missing[kMfu] ? "-" : fixed(v[kMfu], 1).c_str(),

@@ -68,6 +68,7 @@ TableRow make_row(const ReportInput& in, const ScheduleResult& s, const Timeline
   row.missing[kMfu] = !m.mfu;
   row.value[kTokens] = m.tokens_per_s_per_gpu;
   row.value[kPeakMemory] = static_cast<double>(m.max_peak_memory_bytes()) / kGiB;
+  row.missing[kPeakMemory] = !states_memory(run);  // uniform costs model no memory: "-", never best
   row.value[kExposedComm] = static_cast<double>(m.exposed_comm_ns) / 1e6;
   row.oom = m.oom;
   return row;

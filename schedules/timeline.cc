@@ -43,23 +43,50 @@ const ActionPhases* find_phases(const std::vector<ActionPhases>& kinds, const Ac
   return nullptr;
 }
 
+namespace {
+
+// How an event's time spreads over its phases. The phases' exposed communication keeps the cost
+// model's figure and the rest (compute, and communication hidden behind it) stretches or shrinks to the
+// event: an event longer than its phases was slowed in its compute (a data-parallel collective beside
+// it). When the event is shorter than the exposed parts, everything scales alike.
+struct PhaseStretch {
+  double compute_scale = 1;  // of each phase's ns minus its exposed part
+  double exposed_scale = 1;  // of its exposed part
+};
+PhaseStretch phase_stretch(double event_ns, const std::vector<Phase>& phases, double events = 1) {
+  double total = 0, exposed = 0;
+  for (const Phase& p : phases) {
+    total += static_cast<double>(p.ns) * events;
+    exposed += static_cast<double>(std::min(p.exposed_comm_ns, p.ns)) * events;
+  }
+  if (total - exposed > 0 && event_ns >= exposed) return {(event_ns - exposed) / (total - exposed), 1};
+  const double scale = total > 0 ? event_ns / total : 0;
+  return {scale, scale};
+}
+
+double stretched_ns(const Phase& p, const PhaseStretch& k) {
+  const double exposed = static_cast<double>(std::min(p.exposed_comm_ns, p.ns));
+  return exposed * k.exposed_scale + (static_cast<double>(p.ns) - exposed) * k.compute_scale;
+}
+
+}  // namespace
+
 std::vector<PhaseSpan> lay_out_phases(const TimelineEvent& e, const ActionPhases& split) {
   double total = 0;
   for (const Phase& p : split.phases) total += static_cast<double>(p.ns);
   std::vector<PhaseSpan> out;
   if (total <= 0) return out;
   out.reserve(split.phases.size());
-  // Cumulative rounding: the spans tile [start, end] without gaps, whatever the scale.
-  const double scale = static_cast<double>(e.duration_ns()) / total;
+  const PhaseStretch k = phase_stretch(static_cast<double>(e.duration_ns()), split.phases);
+  // Cumulative rounding: the spans tile [start, end] without gaps, whatever the stretch.
   double before = 0;
   for (const Phase& p : split.phases) {
     // Clamped: near the largest durations a double's rounding could pass the event's end.
-    const std::int64_t start = std::min<std::int64_t>(e.end_ns, e.start_ns + std::llround(before * scale));
-    before += static_cast<double>(p.ns);
-    const std::int64_t end = &p == &split.phases.back() ? e.end_ns : std::min<std::int64_t>(e.end_ns, e.start_ns + std::llround(before * scale));
-    // The exposed communication is not scaled: an event longer than its phases (compute slowed by a
-    // data-parallel collective beside it) has its compute slowed, not its communication.
-    out.push_back({&p, start, end, std::min<std::int64_t>(end - start, p.exposed_comm_ns)});
+    const std::int64_t start = std::min<std::int64_t>(e.end_ns, e.start_ns + std::llround(before));
+    before += stretched_ns(p, k);
+    const std::int64_t end = &p == &split.phases.back() ? e.end_ns : std::min<std::int64_t>(e.end_ns, e.start_ns + std::llround(before));
+    const double exposed = static_cast<double>(std::min(p.exposed_comm_ns, p.ns)) * k.exposed_scale;
+    out.push_back({&p, start, end, std::min<std::int64_t>(end - start, std::llround(exposed))});
   }
   return out;
 }
@@ -91,13 +118,13 @@ std::vector<Phase> phase_totals(const Timeline& t, const std::vector<ActionPhase
     double total = 0;
     for (const Phase& p : kinds[k].phases) total += static_cast<double>(p.ns);
     if (total <= 0 || kind_events[k] == 0) continue;
-    const double scale = kind_ns[k] / total;  // as lay_out_phases scales each event
+    const PhaseStretch stretch = phase_stretch(kind_ns[k], kinds[k].phases, kind_events[k]);  // as lay_out_phases
     for (const Phase& p : kinds[k].phases) {
       auto it = std::find_if(sums.begin(), sums.end(), [&](const Sum& s) { return s.name == p.name; });
       if (it == sums.end()) it = sums.insert(sums.end(), Sum{p.name});
-      it->ns += static_cast<double>(p.ns) * scale;
+      it->ns += stretched_ns(p, stretch) * kind_events[k];
       it->comm_ns += static_cast<double>(p.comm_ns) * kind_events[k];
-      it->exposed_ns += static_cast<double>(p.exposed_comm_ns) * kind_events[k];  // unscaled, as lay_out_phases
+      it->exposed_ns += static_cast<double>(std::min(p.exposed_comm_ns, p.ns)) * stretch.exposed_scale * kind_events[k];
     }
   }
   std::vector<Phase> out;

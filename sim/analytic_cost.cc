@@ -762,6 +762,26 @@ std::int64_t AnalyticCost::reduce_grad_ns(int, int stage) const { return limits:
 
 std::int64_t AnalyticCost::reduce_grad_tail_ns(int, int stage) const { return limits::saturated_ns(reduce_grad_parts(stage, true)); }
 
+std::int64_t AnalyticCost::reduce_grad_tail_bytes(int stage) const {
+  return static_cast<std::int64_t>(std::min(static_cast<double>(reduce_grad_bytes(stage)), last_bucket_bytes(stage)));
+}
+
+double AnalyticCost::last_bucket_bytes(int stage) const {
+  const ParallelConfig& c = geometry_->config();
+  if (!c.overlap_grad_reduce || stage != 0) return static_cast<double>(reduce_grad_bytes(stage));
+  // Megatron's DDP reduces bucket by bucket as the last microbatch's backward produces them (the
+  // others run under no_sync), but only on the first pipeline stage's first chunk: later stages and
+  // chunks take one bucket, reduced after the pass (distributed_data_parallel.py: bucket_size None
+  // for pp_rank > 0; training.py: for chunk_idx > 0). Only the last bucket follows the pass: the
+  // default bucket, max(40M, 1M x the DP x CP size) parameters (training.py resolve_ddp_bucket_size),
+  // or the word embedding, among the first parameters (the last gradients), which no bucket splits
+  // (param_and_grad_buffer.py; tied, it is a bucket of its own; untied it may share the last one with a
+  // few of the first layer's parameters: a lower bound then).
+  const double embedding_params = geometry_->vocab_per_gpu() * geometry_->model().hidden_size;
+  const double bucket_params = std::max({40e6, 1e6 * c.dp * c.cp, embedding_params});
+  return bucket_params * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes);
+}
+
 double AnalyticCost::dp_collective_sm_share() const { return gpu_.sm_count > 0 ? kTpOverlapBulkSms / gpu_.sm_count : 0; }
 
 double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
@@ -770,17 +790,7 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   // FSDP reduce-scatters each layer's gradients in its W (fsdp_layer_ns), nothing is left to the end.
   if (group <= 1 || c.sharding() == Sharding::kOptimGradsParams) return 0;
   double bytes = static_cast<double>(reduce_grad_bytes(stage));
-  if (tail && c.overlap_grad_reduce && stage == 0) {
-    // Megatron's DDP reduces bucket by bucket as the last microbatch's backward produces them (the
-    // others run under no_sync), but only on the first pipeline stage's first chunk: later stages and
-    // chunks take one bucket, reduced after the pass (distributed_data_parallel.py: bucket_size None
-    // for pp_rank > 0; training.py: for chunk_idx > 0). Only the last bucket follows the pass: the
-    // default bucket, max(40M, 1M x DP size) parameters, or the word embedding, which is among the
-    // first parameters (the last gradients) and which no bucket splits (param_and_grad_buffer.py).
-    const double embedding_params = geometry_->vocab_per_gpu() * geometry_->model().hidden_size;
-    const double bucket_params = std::max({40e6, 1e6 * c.dp, embedding_params});
-    bytes = std::min(bytes, bucket_params * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes));
-  }
+  if (tail) bytes = std::min(bytes, last_bucket_bytes(stage));
   const Link link = layout_.group_link(c.tp, group);
   // Reduce-scatter (sharded optimizer) or all-reduce (twice the traffic); the distributed
   // optimizer then all-gathers the updated parameters, overlapped with the next iteration's

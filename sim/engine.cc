@@ -249,9 +249,9 @@ class Engine {
     result_.makespan_ns = std::max(result_.makespan_ns, pass_end);
     const std::int64_t tail_start = std::max(body_end, pass_end);
     st.dp_link_free = checked_end(tail_start, tail, r, a);
-    const auto share = [&](std::int64_t part) { return static_cast<std::int64_t>(static_cast<double>(bytes) * static_cast<double>(part) / static_cast<double>(whole)); };
-    if (body > 0) record(r, TimelineEvent{a, Stream::Collective, start, body_end, share(body), 0});
-    if (tail > 0) record(r, TimelineEvent{a, Stream::Collective, tail_start, st.dp_link_free, bytes - share(body), 0});
+    const std::int64_t tail_bytes = std::clamp<std::int64_t>(cost_.reduce_grad_tail_bytes(a.stage), 0, bytes);
+    if (body > 0) record(r, TimelineEvent{a, Stream::Collective, start, body_end, bytes - tail_bytes, 0});
+    if (tail > 0) record(r, TimelineEvent{a, Stream::Collective, tail_start, st.dp_link_free, tail_bytes, 0});
   }
 
   // SEND: the transfer occupies this rank's outgoing link; the signal holds when the data arrives.
@@ -268,7 +268,8 @@ class Engine {
     const int dst = s_.shape.rank_of(recv.stage);
     // Activations cross the boundary after the sender's stage; gradients the one after the receiver's.
     const std::int64_t bytes = cost_.boundary_bytes(a.op == Op::SendF ? a.stage : recv.stage);
-    const std::int64_t start = std::max(now_, st.link_free);
+    // Not before the pass that produced it has really ended (a reduction beside it may have slowed it).
+    const std::int64_t start = std::max({now_, st.link_free, st.compute_ready_at});
     const std::int64_t end = checked_end(start, checked_duration(cost_.p2p_ns(bytes, r, dst), r, a, "transfer time"), r, a);
     st.link_free = end;
     record(r, TimelineEvent{a, Stream::Send, start, end, bytes, 0});

@@ -169,3 +169,4 @@ cli_test(bad_flags_gbs_0 2 ARGS simulate --gbs 0 REGEX "--gbs: Value 0 not in ra
 cli_test(bad_flags_gpus_0 2 ARGS compare --gpus 0 REGEX "--gpus: Value 0 not in range 1 to 1073741824")
 cli_test(bad_flags_seq_0 2 ARGS simulate --seq 0 REGEX "--seq: Value 0 not in range 1 to 1073741824")
 cli_test(bad_flags_microbatches_0 2 ARGS simulate --microbatches 0 REGEX "--microbatches: Value 0 not in range 1 to 1073741824")
+cli_test(bad_flags_plan_seq_0 2 ARGS plan --model llama3-8b --gpus 8 --gbs 32 --seq 0 REGEX "--seq: Value 0 not in range 1 to 1073741824")

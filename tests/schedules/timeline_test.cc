@@ -1,6 +1,8 @@
 // Timeline JSON round trip and errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "pipelab/base/error.h"
@@ -54,24 +56,25 @@ TEST(Timeline, ReadsEventsStrictly) {
             "timeline[0]: field \"end_ns\" is before start_ns");
 }
 
-// Phases tile their event: consecutive spans from its start to its end, scaled when the cost
-// model's sum differs from the event's duration; the exposed communication keeps the cost model's
-// figure (an event longer than its phases, slowed by a collective beside it, has its compute slowed),
-// inside its span.
+// Phases tile their event: consecutive spans from its start to its end. When the event is longer than
+// the cost model's phases (its compute slowed by a collective beside it), the exposed communication keeps
+// the model's figure and the rest stretches; the exposed part stays inside its span.
 TEST(LayOutPhases, SpansTileTheEventInProportion) {
   const ActionPhases kind{Op::OverlapFB, 1, 6, {{"a", 300, 0, 0}, {"b", 100, 100, 100}, {"c", 600, 200, 50}}};
   TimelineEvent e{.action = Action::overlap(1, 4, 6, 2), .start_ns = 1000, .end_ns = 3000};
   EXPECT_TRUE(kind.matches(e.action));
   EXPECT_FALSE(kind.matches(Action::overlap(1, 4, 5, 2)));
   EXPECT_FALSE(kind.matches(Action::make(Op::F, 1, 4)));
-  const std::vector<PhaseSpan> spans = lay_out_phases(e, kind);  // twice the phases' 1,000 ns
+  // 2,000 ns against the phases' 1,000: exposed 100 + 50 kept, the other 850 stretched to 1,850.
+  const std::vector<PhaseSpan> spans = lay_out_phases(e, kind);
   ASSERT_EQ(spans.size(), 3u);
+  const double k = 1850.0 / 850;
   EXPECT_EQ(spans[0].start_ns, 1000);
-  EXPECT_EQ(spans[0].end_ns, 1600);
-  EXPECT_EQ(spans[1].start_ns, 1600);
-  EXPECT_EQ(spans[1].end_ns, 1800);
+  EXPECT_EQ(spans[0].end_ns, 1000 + std::llround(300 * k));
+  EXPECT_EQ(spans[1].start_ns, spans[0].end_ns);
+  EXPECT_EQ(spans[1].end_ns, spans[1].start_ns + 100);  // all exposed: not stretched
   EXPECT_EQ(spans[1].exposed_ns, 100);
-  EXPECT_EQ(spans[2].start_ns, 1800);
+  EXPECT_EQ(spans[2].start_ns, spans[1].end_ns);
   EXPECT_EQ(spans[2].end_ns, 3000);
   EXPECT_EQ(spans[2].exposed_ns, 50);
   EXPECT_EQ(spans[2].phase->name, "c");
@@ -101,8 +104,10 @@ TEST(PhaseTotals, SumOverEventsMeanOverRanks) {
                 {.action = Action::make(Op::F, 1, 0), .start_ns = 50, .end_ns = 60}};
   const std::vector<Phase> totals = phase_totals(t, kinds);
   ASSERT_EQ(totals.size(), 3u);
-  EXPECT_EQ(totals[0], (Phase{"attention & dense", 12, 0, 0}));  // (6 + 12 + 5) / 2 = 11.5 rounds to 12
-  EXPECT_EQ(totals[1], (Phase{"dispatch", (4 + 8) / 2, 4, (4 + 4) / 2}));  // exposed: the cost model's, unscaled
+  // Stage 0's forwards: 30 ns for phases of 2 x 10; the exposed dispatch keeps 2 x 4, the attention
+  // takes the other 22. Stage 1's backward: 10 ns as its phases. (22 + 5) / 2 = 13.5 rounds to 14.
+  EXPECT_EQ(totals[0], (Phase{"attention & dense", 14, 0, 0}));
+  EXPECT_EQ(totals[1], (Phase{"dispatch", (4 + 4) / 2, 4, (4 + 4) / 2}));
   EXPECT_EQ(totals[2], (Phase{"combine", 3, 3, 3}));                            // 2.5 rounds to 3
   EXPECT_TRUE(phase_totals(t, {}).empty());
 }

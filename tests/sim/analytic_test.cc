@@ -94,6 +94,14 @@ TEST(AnalyticCost, OnlyTheFirstStagesLastBucketFollowsItsBackward) {
   const sim::AnalyticCost no_overlap(m, gpu, off, s.shape);
   EXPECT_EQ(no_overlap.reduce_grad_tail_ns(0, 0), no_overlap.reduce_grad_ns(0, 0));
   EXPECT_DOUBLE_EQ(cost.dp_collective_sm_share(), 16.0 / 132);
+  EXPECT_EQ(cost.reduce_grad_tail_bytes(0), static_cast<std::int64_t>(embedding * 2));
+  // The default bucket grows with the DP x CP group (training.py resolve_ddp_bucket_size): 1 M x 128
+  // parameters beat TP8's 66 M-parameter embedding shard.
+  ParallelConfig wide{.tp = 8, .pp = 2, .cp = 4, .dp = 32, .mbs = 1, .gbs = 256, .seq_length = 8192};
+  wide = resolve(wide, m);
+  const sim::AnalyticCost cp_cost(m, gpu, wide, s.shape);
+  EXPECT_EQ(cp_cost.reduce_grad_tail_bytes(0), static_cast<std::int64_t>(128e6 * 2));
+  EXPECT_EQ(cp_cost.reduce_grad_tail_bytes(1), cp_cost.reduce_grad_bytes(1));
 }
 
 // Fused attention: the forward at the curve's forward efficiency for the keys each query attends in

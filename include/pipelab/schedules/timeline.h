@@ -75,11 +75,13 @@ const ActionPhases* find_phases(const std::vector<ActionPhases>& kinds, const Ac
 struct PhaseSpan {
   const Phase* phase = nullptr;
   std::int64_t start_ns = 0, end_ns = 0;
-  std::int64_t exposed_ns = 0;  // the phase's exposed communication, scaled like its span
+  std::int64_t exposed_ns = 0;  // the phase's exposed communication, as the cost model gives it
 };
 
-/// The phases of `split` laid end to end over event `e`, each scaled by e's duration over the sum of
-/// the phases (the cost model's sum and the event may differ by rounding); the last ends at e.end_ns.
+/// The phases of `split` laid end to end over event `e`; the last ends at e.end_ns. The event may be
+/// longer than the phases' sum (compute slowed by a data-parallel collective beside it) or differ by
+/// rounding: the exposed communication keeps its figure and the rest stretches to fill the event (when
+/// the event is shorter than the exposed parts, everything scales alike).
 std::vector<PhaseSpan> lay_out_phases(const TimelineEvent& e, const ActionPhases& split);
 
 struct Timeline {

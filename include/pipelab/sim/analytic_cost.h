@@ -83,8 +83,9 @@ class AnalyticCost final : public CostModel {
   std::int64_t reduce_grad_bytes(int stage) const override;
   std::int64_t reduce_grad_ns(int rank, int stage) const override;
   /// With --overlap-grad-reduce, on the first stage (Megatron buckets only pp rank 0's first chunk): the
-  /// last bucket's reduction (and a gather not overlapped); elsewhere all of it.
+  /// last bucket's reduction (and a gather not overlapped), and its bytes; elsewhere all of it.
   std::int64_t reduce_grad_tail_ns(int rank, int stage) const override;
+  std::int64_t reduce_grad_tail_bytes(int stage) const override;
   /// NCCL's kernels taken as TE userbuffers' 16 SMs (as for the bulk TP overlap) over sm_count.
   double dp_collective_sm_share() const override;
   /// F, B, I, W: the pass's TP, EP, exposed CP and FSDP time; an F&B unit: both halves' TP, CP and
@@ -124,6 +125,8 @@ class AnalyticCost final : public CostModel {
   /// A stage's data-parallel gradient reduction (with the parameter gather when not overlapped), or
   /// with `tail` only the part after the stage's last gradient pass.
   double reduce_grad_parts(int stage, bool tail) const;
+  /// The gradient bytes of the stage's last bucket (all of them where nothing is bucketed).
+  double last_bucket_bytes(int stage) const;
   /// The loss (final norm, LM head, cross-entropy) and/or `mtp_layers` MTP modules of a stage.
   PassCost output_pass(Pass pass, bool loss, int mtp_layers) const;
   PassCost embedding_pass(Pass pass) const;

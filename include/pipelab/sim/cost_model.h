@@ -45,6 +45,8 @@ class CostModel {
   /// The part of reduce_grad_ns that follows the stage's last gradient pass: the rest may run while
   /// that pass produces the gradients (bucketed reduction). Default: all of it.
   virtual std::int64_t reduce_grad_tail_ns(int rank, int stage) const { return reduce_grad_ns(rank, stage); }
+  /// The bytes of that tail (the timeline's figure for it). Default: all of them.
+  virtual std::int64_t reduce_grad_tail_bytes(int stage) const { return reduce_grad_bytes(stage); }
   /// The share of the SMs a data-parallel collective's kernels hold while they run: compute beside a
   /// REDUCE_GRAD is slowed by that share of the overlap. 0 for models that do not time it.
   virtual double dp_collective_sm_share() const { return 0; }
