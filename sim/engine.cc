@@ -217,8 +217,8 @@ class Engine {
   // A stage's gradient reduction. When only a tail of it must follow the stage's last gradient pass
   // (bucketed reduction: the last bucket), the body runs from that pass's start — REDUCE_GRAD comes
   // right after the pass (add_reduce_grad), so the pass is the latest compute started — and slows the
-  // pass by the SMs it holds: the pass really ends debt later, and the tail and the rank's next compute
-  // wait for that. Recorded as the body and the tail, each when the link is busy with it.
+  // pass by the SMs it holds: the pass really ends that much later, and the tail, the rank's next
+  // compute and its sends wait for that. Recorded as the body and the tail, each when the link is busy.
   void post_reduction(int r, const Action& a) {
     RankState& st = ranks_[static_cast<std::size_t>(r)];
     const std::int64_t whole = checked_duration(cost_.reduce_grad_ns(r, a.stage), r, a, "reduction time");
@@ -237,8 +237,8 @@ class Engine {
     const std::int64_t pass_end = checked_end(now_, static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(beside_pass)), r, a);
     st.compute_ready_at = std::max(st.compute_ready_at, pass_end);
     if (pass_end > now_ && options_.record_timeline) {
-      // The pass's event ends where it really ended. Nothing downstream waited on it: bucketing is the
-      // first stage's (AnalyticCost::reduce_grad_tail_ns), whose backward sends nothing.
+      // The pass's event ends where it really ended; its sends and this rank's later compute wait for
+      // that (post, advance). AnalyticCost buckets only the first stage, whose backward sends nothing.
       auto& events = result_.timeline.ranks[static_cast<std::size_t>(r)];
       for (auto e = events.rbegin(); e != events.rend(); ++e) {
         if (e->stream != Stream::Compute) continue;
