@@ -789,8 +789,7 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   const int group = c.dp * c.cp;
   // FSDP reduce-scatters each layer's gradients in its W (fsdp_layer_ns), nothing is left to the end.
   if (group <= 1 || c.sharding() == Sharding::kOptimGradsParams) return 0;
-  double bytes = static_cast<double>(reduce_grad_bytes(stage));
-  if (tail) bytes = std::min(bytes, last_bucket_bytes(stage));
+  const double bytes = static_cast<double>(tail ? reduce_grad_tail_bytes(stage) : reduce_grad_bytes(stage));
   const Link link = layout_.group_link(c.tp, group);
   // Reduce-scatter (sharded optimizer) or all-reduce (twice the traffic); the distributed
   // optimizer then all-gathers the updated parameters, overlapped with the next iteration's
