@@ -205,6 +205,9 @@ void rank_table(std::ostringstream& os, const TimelineResult& run, bool several)
   double max_ms = 0;
   for (const RankRow& r : run.ranks) max_ms = std::max({max_ms, r.busy_ns / 1e6, r.idle_ns / 1e6, r.comm_ns / 1e6});
   const int d = decimals_for(max_ms);
+  // Uniform costs model no memory: its cells say so ("-") rather than 0.00 GiB.
+  const bool memory = states_memory(run);
+  const auto gib = [memory](std::int64_t bytes) { return memory ? fixed(bytes / kGiB, 2) : std::string("-"); };
   for (const RankRow& r : run.ranks) {
     const bool over = cap > 0 && r.peak_memory_bytes > cap;
     os << "<tr data-rank=\"" << r.rank << "\"><td>" << r.rank << "</td><td class=\"num\">" << fixed(r.busy_ns / 1e6, d)
@@ -213,13 +216,13 @@ void rank_table(std::ostringstream& os, const TimelineResult& run, bool several)
     if (parts) {
       for (const std::int64_t bytes : {r.static_parts->params_bytes, r.static_parts->grads_bytes, r.static_parts->optimizer_bytes,
                                        r.static_parts->comm_buffers_bytes}) {
-        os << "<td class=\"num\">" << fixed(bytes / kGiB, 2) << "</td>";
+        os << "<td class=\"num\">" << gib(bytes) << "</td>";
       }
     } else {
-      os << "<td class=\"num\">" << fixed(r.static_memory_bytes / kGiB, 2) << "</td>";
+      os << "<td class=\"num\">" << gib(r.static_memory_bytes) << "</td>";
     }
-    os << "<td class=\"num\">" << fixed(r.peak_activation_bytes / kGiB, 2)
-       << "</td><td class=\"num" << (over ? " oom" : "") << "\">" << fixed(r.peak_memory_bytes / kGiB, 2)
+    os << "<td class=\"num\">" << gib(r.peak_activation_bytes)
+       << "</td><td class=\"num" << (over ? " oom" : "") << "\">" << gib(r.peak_memory_bytes)
        << (over ? "<span class=\"oom-badge\">OOM</span>" : "") << "</td></tr>";
   }
   os << "</tbody></table></details>";

@@ -271,6 +271,28 @@ TEST(HtmlReport, MemoryTooltipShowsTheStatedPeak) {
   EXPECT_EQ(tips(j), (std::map<std::string, std::string>{{"0", "rank 0"}, {"1", "rank 1"}}));
 }
 
+// Uniform costs model no memory (every rank's memory figures 0): the per-rank table says "-", not 0.00 GiB.
+TEST(HtmlReport, RankTableStatesNoMemoryUnderUniformCosts) {
+  auto memory_cells = [](const json& j) {
+    const std::string html = render_html({load_result(j, "s")});
+    const std::size_t table = html.find("<table class=\"ranks\"");
+    const std::string row = html.substr(html.find("<tr data-rank=\"0\">", table));
+    return row.substr(0, row.find("</tr>"));
+  };
+  json j = json::parse(testing::read_text(testing::data_path("simulate_1f1b_2r_3mb.json")));
+  EXPECT_THAT(memory_cells(j), HasSubstr(">2.00</td>"));  // weights, as simulated
+  for (json& rank : j["ranks"]) {
+    for (const char* field : {"params_bytes", "grads_bytes", "optimizer_bytes", "comm_buffers_bytes", "static_memory_bytes",
+                              "peak_activation_bytes", "peak_memory_bytes"}) {
+      rank[field] = 0;
+    }
+  }
+  j["summary"]["peak_memory_bytes"] = json::array({0, 0});
+  const std::string row = memory_cells(j);
+  EXPECT_THAT(row, ::testing::Not(HasSubstr(">0.00</td>")));
+  EXPECT_THAT(row, HasSubstr("<td class=\"num\">-</td>"));
+}
+
 // A synthetic 1F1B-like timeline: P ranks, m microbatches, F 1 ms, B 2 ms, P2P 50 us.
 json large_result(int pp, int m) {
   json timeline = json::array();
