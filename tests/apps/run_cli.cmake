@@ -1,5 +1,6 @@
 # Runs one pipelab command and checks its exit code and output.
 #   -DCMD="<exe>;arg;arg" -DRC=<expected exit code> [-DREGEX=<must match stdout+stderr>]
+#   [-DNOT_REGEX=<must not match stdout+stderr>]
 #   [-DOUT=<file that must exist afterwards>] [-DSAME_AS=<file the OUT file must equal>]
 #   [-DMAX_BYTES=<largest size the OUT file may have>]
 execute_process(COMMAND ${CMD} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -13,6 +14,9 @@ if(NOT rc STREQUAL RC)
 endif()
 if(DEFINED REGEX AND NOT all MATCHES "${REGEX}")
   message(FATAL_ERROR "output does not match /${REGEX}/\n--- output ---\n${all}")
+endif()
+if(DEFINED NOT_REGEX AND all MATCHES "${NOT_REGEX}")
+  message(FATAL_ERROR "output matches /${NOT_REGEX}/, which it must not\n--- output ---\n${all}")
 endif()
 if(DEFINED OUT AND NOT EXISTS "${OUT}")
   message(FATAL_ERROR "expected ${OUT} to be written\n--- output ---\n${all}")

@@ -56,6 +56,9 @@ struct SimulationRequest {
   /// no idle split, per-rank figures or in-action communication). A plan search ranks thousands of
   /// layouts this way and simulates the few it shows again in full.
   bool ranking_only = false;
+  /// False when the caller shows interleaved schedules beside this one (compare): the layout's
+  /// "interleave to cut the bubble" warning (rule pp_without_vp) is then left out.
+  bool advise_interleaving = true;
 };
 
 struct SimulationOutcome {
