@@ -361,6 +361,12 @@ class Engine {
     const std::int64_t f = act(a.stage).bytes;
     return std::min(f, std::max<std::int64_t>(0, f - act(a.b_stage).bytes) + act(a.stage).largest_layer);
   }
+  // The recompute transient of a backward: held from its start to its end (StageActivation).
+  std::int64_t recompute_transient(const Action& a) const {
+    if (a.op == Op::B || a.op == Op::I) return act(a.stage).recompute_transient;
+    if (a.op == Op::OverlapFB) return act(a.b_stage).recompute_transient;
+    return 0;
+  }
   void allocate(int r, const Action& a) {
     if (options_.activations.empty()) return;
     if (a.op == Op::OverlapFB && options_.overlap_frees_by_layer) {
@@ -368,9 +374,11 @@ class Engine {
     } else if (a.op == Op::F || a.op == Op::OverlapFB) {
       change_memory(r, act(a.stage).bytes);
     }
+    change_memory(r, recompute_transient(a));
   }
   void release(int r, const Action& a) {
     if (options_.activations.empty()) return;
+    change_memory(r, -recompute_transient(a));
     switch (a.op) {
       case Op::B: change_memory(r, -act(a.stage).bytes); break;
       case Op::I: change_memory(r, act(a.stage).allocated_by_input_grad - act(a.stage).freed_by_input_grad); break;

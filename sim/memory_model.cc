@@ -38,11 +38,17 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
   }
   for (const LayerRange& range : stage_layers(g.model(), c, shape)) {
     StageActivation act;
+    std::int64_t group = 0;  // the current recompute group's activations, as its backward rebuilds them
     for (int i = 0; i < range.count; ++i) {
       const LayerBytes& layer = layer_bytes(range.first + i);
       if (full && recomputed_in_full(i, range.count)) {
         // Only the input of the layer's recompute group is kept; I recomputes the group and must
-        // keep the weight stash for W.
+        // keep the weight stash for W. The backward re-runs the group's forward and holds all of
+        // its layers' activations until it has gone back through them (Megatron checkpoints a
+        // uniform group as one call; block, each layer).
+        if (keeps_group_input(i)) group = 0;
+        group += layer.stored;
+        act.recompute_transient = std::max(act.recompute_transient, group);
         if (keeps_group_input(i)) {
           act.bytes += static_cast<std::int64_t>(g.hidden_state_bytes());
           act.freed_by_input_grad += static_cast<std::int64_t>(g.hidden_state_bytes());
@@ -148,11 +154,14 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
   const LayerGeometry& g = *geometry_;
   const LayerWidths& w = g.widths(layer);
   const double t = g.config().tp;
-  // Inputs of the weight GEMMs and the gradients of their outputs (32h for GPT: ZB paper Table 1).
-  // Without SP the QKV and MLP inputs and the out-proj and down-proj output grads (8h) are full
-  // copies on every TP rank, as in layer_activation.
-  const double replicated = 2 * w.hidden + 2 * w.hidden + 2 * w.hidden + 2 * w.hidden;
-  const double sharded = 2 * w.query + 2 * w.mlp + 2 * (w.query + 2 * w.value) + 2 * w.mlp_up;
+  // Inputs of the weight GEMMs and the gradients of their outputs (32h for GPT in bf16: ZB paper
+  // Table 1). Without SP the QKV and MLP inputs and the out-proj and down-proj output grads (8h) are
+  // full copies on every TP rank, as in layer_activation. When the GEMMs run in FP8 or NVFP4, the
+  // weight-gradient GEMM takes both operands quantized (Transformer Engine keeps the column-wise
+  // copies it made for it), so the stash holds those: the same bytes per element as the saved inputs.
+  const double e = quantized_bytes(g.config().layer_precision(layer, g.model().num_layers));
+  const double replicated = e * (w.hidden + w.hidden + w.hidden + w.hidden);
+  const double sharded = e * (w.query + w.mlp + (w.query + 2 * w.value) + w.mlp_up);
   const auto stash = static_cast<std::int64_t>(g.tokens() * (g.sequence_parallel() ? (replicated + sharded) / t : replicated + sharded / t));
   if (g.config().recompute == Recompute::kFull) return stash;  // rebuilt by I's recompute
   return std::min(stash, stored_layer_bytes(layer));

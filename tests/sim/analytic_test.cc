@@ -1072,5 +1072,39 @@ TEST(MemoryModel, FullRecomputeStillHoldsTheStashForDeferredWeightGrads) {
             *std::max_element(fused.result.peak_activation_bytes.begin(), fused.result.peak_activation_bytes.end()));
 }
 
+// The backward of a full-recompute group re-runs the group's forward and holds all of its layers'
+// activations at once: uniform groups of N layers hold N layers' worth, block method one layer.
+TEST(MemoryModel, FullRecomputeRebuildsOneGroupAtATime) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig c = layout(m, 1, 1, 1, 1, 1);  // one microbatch on one rank: peak = F's bytes + B's transient
+  const Schedule sched = make_schedule("1f1b", {1, 1, 1, 0});
+  const std::int64_t layer = sim::MemoryModel(m, c, sched.shape).layer_activation_bytes(1);  // kept without recompute
+  c.recompute = Recompute::kFull;
+  for (const auto& [method, n, rebuilt] : {std::tuple{RecomputeMethod::kUniform, 1, 1}, std::tuple{RecomputeMethod::kUniform, 4, 4},
+                                           std::tuple{RecomputeMethod::kUniform, 32, 32}, std::tuple{RecomputeMethod::kBlock, 4, 1}}) {
+    c.recompute_method = method;
+    c.recompute_num_layers = n;
+    const sim::StageActivation stage = sim::MemoryModel(m, c, sched.shape).stage_activations()[0];
+    EXPECT_EQ(stage.recompute_transient, rebuilt * layer) << n;
+    EXPECT_EQ(run("llama3-8b", "1f1b", c).result.peak_activation_bytes[0], stage.bytes + stage.recompute_transient) << n;
+  }
+}
+
+// Under FP8 the weight-gradient GEMM takes quantized operands: W's stash holds them at a byte each,
+// half the bf16 stash, whether I kept them or rebuilt them by full recompute. So full recompute never
+// holds more than no recompute, as under bf16.
+TEST(MemoryModel, Fp8WeightStashHoldsTheQuantizedOperands) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig c = layout(m, 1, 1, 1, 1, 1, 2048);
+  const Schedule sched = make_schedule("zb-h1", {1, 1, 1, 0});
+  c.recompute = Recompute::kFull;
+  const std::int64_t bf16 = sim::MemoryModel(m, c, sched.shape).layer_weight_stash_bytes(1);
+  c.precision = Precision::kFp8;
+  EXPECT_EQ(sim::MemoryModel(m, c, sched.shape).layer_weight_stash_bytes(1), bf16 / 2);
+  const std::int64_t full = run("llama3-8b", "zb-h1", c).result.peak_activation_bytes[0];
+  c.recompute = Recompute::kNone;
+  EXPECT_LE(full, run("llama3-8b", "zb-h1", c).result.peak_activation_bytes[0]);
+}
+
 }  // namespace
 }  // namespace pipelab

@@ -26,6 +26,9 @@ struct StageActivation {
   std::int64_t freed_by_input_grad = 0;
   std::int64_t allocated_by_input_grad = 0;
   std::int64_t largest_layer = 0;  // the most one of the stage's layers keeps (SimOptions::overlap_frees_by_layer)
+  /// Held by a backward (B, I, or an F&B unit's B half) while it runs, on top of what it started
+  /// with: under full recompute, the largest recompute group's activations rebuilt at once.
+  std::int64_t recompute_transient = 0;
 };
 
 struct MemorySample {
