@@ -66,7 +66,10 @@ void print_config_line(std::ostream& os, const ResolvedConfig& r) {
   const ParallelConfig& c = r.config;
   os << "# " << r.model.name << " on " << c.tp * c.pp * c.cp * c.dp << " x " << r.gpu.name << ": tp=" << c.tp << " pp=" << c.pp
      << " cp=" << c.cp << " ep=" << c.ep << " dp=" << c.dp << " mbs=" << c.mbs << " gbs=" << c.gbs
-     << " microbatches=" << c.microbatches() << " seq=" << c.seq_length << " recompute=" << to_string(c.recompute) << "\n";
+     << " microbatches=" << c.microbatches() << " seq=" << c.seq_length << " recompute=" << to_string(c.recompute)
+     << " precision=" << to_string(c.precision);
+  if (c.precision == Precision::kFp8) os << " fp8_recipe=" << to_string(c.fp8_recipe);
+  os << "\n";
 }
 
 // For a configuration that does not fit: the nearest change that does, as the result states it.

@@ -128,7 +128,10 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--precision", c.precision, "bf16 | fp8 | nvfp4: the decoder's linear GEMMs (MFU is against the BF16 peak)")
       ->capture_default_str()
       ->check(CLI::IsMember({"bf16", "fp8", "nvfp4"}));
-  cmd->add_flag_callback("--bf16", [&c] { c.precision = "bf16"; }, "Megatron's --bf16: --precision bf16");
+  // Megatron's --bf16 is the base dtype (bf16 weights, activations, communication), which pipelab always
+  // assumes; FP8 or NVFP4 GEMMs come on top of it (NVIDIA's FP8 scripts pass --bf16 and --fp8-format).
+  cmd->add_flag_callback("--bf16", [] {}, "Megatron's --bf16: the bf16 base dtype pipelab assumes; no effect on --precision (FP8 or NVFP4 "
+                          "GEMMs, --fp8-format / --fp4-format, run on top of it)");
   CLI::Option* fp8_format = cmd->add_option_function<std::string>(
                                    "--fp8-format", [&c](const std::string&) { c.precision = "fp8"; },
                                    "Megatron's --fp8-format hybrid|e4m3: --precision fp8")
@@ -222,7 +225,7 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--t-b", c.t_b_us, "Uniform cost: full backward time (us); default t-i + t-w")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--t-fb", c.t_fb_us, "Uniform cost: overlapped F&B unit (us); default t-f + t-b")->check(CLI::Range(0.0, 1e9));
   cmd->add_option("--t-comm", c.t_comm_us, "Uniform cost: one P2P transfer (us)")->capture_default_str()->check(CLI::Range(0.0, 1e9));
-  // Apply each flag as it is read, so that of two flags setting one field (--bf16 / --fp8-format,
+  // Apply each flag as it is read, so that of two flags setting one field (--precision / --fp8-format,
   // --overlap-grad-reduce / --no-overlap-grad-reduce) the later on the command line wins.
   const std::vector<CLI::Option*> options = cmd->get_options();
   for (std::size_t i = before; i < options.size(); ++i) options[i]->trigger_on_parse();
