@@ -35,13 +35,14 @@ struct IterationFlags {
     request.iterations = iterations;
     request.optimizer_step = optimizer_step == "overlap" ? sim::OptimizerStep::Overlap : sim::OptimizerStep::Sync;
   }
-  // A line for the terminal and the result's config, when more than one iteration is simulated.
+  // The result's config echoes both; the terminal gets a line when more than one iteration is simulated.
   void describe(std::ostream& os, nlohmann::json& config) const {
-    if (iterations == 1) return;
-    os << "# " << iterations << " iterations, optimizer step " << optimizer_step
-       << ": times and idle cover all of them; throughput uses (makespan + the last optimizer step) / " << iterations << "\n";
     config["iterations"] = iterations;
     config["optimizer_step"] = optimizer_step;
+    if (iterations == 1) return;
+    os << "# " << iterations << " iterations, optimizer step " << optimizer_step
+       << ": iteration time, exposed comm and throughput per iteration, (makespan + the last optimizer step) / " << iterations
+       << "; idle ratios over all of them\n";
   }
 };
 

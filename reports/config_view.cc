@@ -53,6 +53,11 @@ std::string config_gpus(const json& config) {
   return gpus.empty() ? config_text(config, {"parallel", "world"}) : gpus;
 }
 
+int config_iterations(const nlohmann::json& config) {
+  const json* n = find_path(config, {"iterations"});
+  return n != nullptr && n->is_number_integer() && n->get<std::int64_t>() >= 1 ? static_cast<int>(n->get<std::int64_t>()) : 1;
+}
+
 std::vector<ConfigRow> config_rows(const std::vector<ReportInput>& inputs) {
   std::vector<ConfigRow> rows;
   auto add = [&](const char* label, auto&& text_of) {
@@ -112,6 +117,12 @@ std::vector<ConfigRow> config_rows(const std::vector<ReportInput>& inputs) {
   add("schedules", [](const json& c) {
     const std::string list = config_text(c, {"schedules"});
     return list.empty() ? config_text(c, {"schedule"}) : list;
+  });
+  add("iterations", [](const json& c) {
+    const std::string n = config_text(c, {"iterations"});
+    if (n.empty() || n == "1") return std::string();
+    return n + " (optimizer step " + config_text(c, {"optimizer_step"}) +
+           "): times per iteration, (makespan + the last optimizer step) / " + n + "; idle ratios over all";
   });
   add("cost model", [](const json& c) { return config_text(c, {"cost_model"}); });
   add("backend", [](const json& c) { return config_text(c, {"backend"}); });

@@ -23,6 +23,10 @@ std::string config_name(const nlohmann::json& config, const char* key);
 /// The job's GPU count: `parallel.gpus`, else `parallel.world`; "" when neither is present.
 std::string config_gpus(const nlohmann::json& config);
 
+/// How many consecutive iterations the result's timeline holds (`iterations`, from `--iterations N`);
+/// 1 when absent.
+int config_iterations(const nlohmann::json& config);
+
 /// The configuration rows (label, per-input text) shown at the top of HTML and Markdown.
 struct ConfigRow {
   std::string label;

@@ -41,7 +41,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
         "makespan_ns,bubble_ratio,tflops_per_gpu,mfu,tokens_per_s_per_gpu,max_peak_memory_bytes,peak_memory_bytes,"
         "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration,pipeline_bubble_ratio,stage_imbalance,"
         "exposed_pp_comm_ns,exposed_dp_comm_ns,other_idle_ns,exposed_tp_comm_ns,exposed_ep_comm_ns,exposed_cp_comm_ns,"
-        "exposed_fsdp_comm_ns,span_bubble_rate\n";
+        "exposed_fsdp_comm_ns,span_bubble_rate,optimizer_step_ns,iterations\n";
   for (const ReportInput& in : inputs) {
     const auto& c = in.config;
     // The vp cell is each schedule's own chunks per rank (a fixed-vp schedule runs with its own).
@@ -57,7 +57,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
       const std::string config_fields = before_vp.str() + "," + (s.vp > 0 ? std::to_string(s.vp) : config_vp) + after_vp.str();
       if (s.failed()) {
         os << lead << csv_field(s.schedule) << ",,error," << csv_field(s.error) << "," << config_fields
-           << ",,,,,,,,,,,,,,,,,,,,,,\n";
+           << ",,,,,,,,,,,,,,,,,,,,,,,," << config_iterations(c) << "\n";
         continue;
       }
       for (const TimelineResult& run : s.runs) {
@@ -73,7 +73,8 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
            << json_number(m.model_flops) << "," << m.tokens_per_iteration << "," << json_number(m.pipeline_bubble_ratio) << ","
            << json_number(m.stage_imbalance) << "," << m.exposed_pp_comm_ns << "," << m.exposed_dp_comm_ns << "," << m.other_idle_ns
            << "," << m.exposed_tp_comm_ns << "," << m.exposed_ep_comm_ns << "," << m.exposed_cp_comm_ns << ","
-           << m.exposed_fsdp_comm_ns << "," << json_number(m.span_bubble_rate) << "\n";
+           << m.exposed_fsdp_comm_ns << "," << json_number(m.span_bubble_rate) << "," << m.optimizer_step_ns << ","
+           << config_iterations(c) << "\n";
       }
     }
   }

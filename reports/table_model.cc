@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "config_view.h"
 #include "format.h"
 #include "pipelab/reports/render.h"
 #include "pipelab/schedules/metrics.h"
@@ -59,7 +60,10 @@ TableRow make_row(const ReportInput& in, const ScheduleResult& s, const Timeline
   row.run = &run;
   row.label = run.source == "simulated" ? s.schedule : s.schedule + " (" + run.source + ")";
   const Summary& m = run.summary;
-  row.value[kIterationTime] = static_cast<double>(m.makespan_ns + m.optimizer_step_ns) / 1e6;  // the step included
+  // Per iteration (docs/metrics.md, "iteration time"): a timeline of N iterations holds N - 1 steps
+  // in its makespan and is followed by the last.
+  const double iterations = config_iterations(in.config);
+  row.value[kIterationTime] = static_cast<double>(m.makespan_ns + m.optimizer_step_ns) / 1e6 / iterations;
   row.value[kBubble] = m.bubble_ratio * 100;
   row.value[kPipelineBubble] = m.pipeline_bubble_ratio * 100;
   row.value[kTflops] = m.tflops_per_gpu.value_or(0);
@@ -69,7 +73,7 @@ TableRow make_row(const ReportInput& in, const ScheduleResult& s, const Timeline
   row.value[kTokens] = m.tokens_per_s_per_gpu;
   row.value[kPeakMemory] = static_cast<double>(m.max_peak_memory_bytes()) / kGiB;
   row.missing[kPeakMemory] = !states_memory(run);  // uniform costs model no memory: "-", never best
-  row.value[kExposedComm] = static_cast<double>(m.exposed_comm_ns) / 1e6;
+  row.value[kExposedComm] = static_cast<double>(m.exposed_comm_ns) / 1e6 / iterations;
   row.oom = m.oom;
   return row;
 }

@@ -41,6 +41,27 @@ json compare_with(std::initializer_list<const char*> schedules) {
   return j;
 }
 
+// A result of N consecutive iterations (`--iterations N`): the table's iteration time and exposed
+// communication are per iteration, (makespan + the last optimizer step) / N, as its throughput is.
+TEST(ComparisonTable, TimesArePerIterationAcrossIterations) {
+  json j = compare_with({"1f1b"});
+  const ComparisonTable one = build_comparison({load_result(j, "c")});
+  j["config"]["iterations"] = 2;
+  j["config"]["optimizer_step"] = "overlap";
+  const ReportInput two_in = load_result(j, "c");
+  const ComparisonTable two = build_comparison({two_in});
+  ASSERT_EQ(two.rows.size(), 1u);
+  const Summary& m = two.rows[0].run->summary;
+  EXPECT_DOUBLE_EQ(two.rows[0].value[kIterationTime], static_cast<double>(m.makespan_ns + m.optimizer_step_ns) / 1e6 / 2);
+  EXPECT_DOUBLE_EQ(two.rows[0].value[kIterationTime], one.rows[0].value[kIterationTime] / 2);
+  EXPECT_DOUBLE_EQ(two.rows[0].value[kExposedComm], one.rows[0].value[kExposedComm] / 2);
+  EXPECT_EQ(config_iterations(two_in.config), 2);
+  EXPECT_EQ(config_iterations(json::object()), 1);
+  bool stated = false;
+  for (const ConfigRow& row : config_rows({two_in})) stated = stated || (row.label == "iterations" && row.values[0].starts_with("2 (optimizer step overlap)"));
+  EXPECT_TRUE(stated);
+}
+
 int best_marks(const ComparisonTable& t) {
   int n = 0;
   for (const TableRow& r : t.rows) {
