@@ -1,6 +1,7 @@
 // Model / GPU / layout flags.
 #include "config_flags.h"
 
+#include <charconv>
 #include <sstream>
 
 #include "pipelab/base/error.h"
@@ -156,7 +157,20 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--stage-layers", c.stage_layers, "Decoder layers per virtual stage, e.g. 2,3,3,3,2,3,3,3");
   for (const LayoutOption& o : kLayoutOptions) {
     const std::string field = o.field;
-    cmd->add_option_function<std::string>(o.flag, [&c, field](const std::string& v) { c.parallel_overrides.emplace_back(field, v); }, o.help);
+    CLI::Option* opt =
+        cmd->add_option_function<std::string>(o.flag, [&c, field](const std::string& v) { c.parallel_overrides.emplace_back(field, v); }, o.help);
+    // 0 means "not given" in the config JSON; on the command line Megatron refuses it ("num_layers_in_first_pipeline_stage
+    // must be larger than 0"), so pipelab does too rather than run the even split.
+    if (field == "decoder_first_pipeline_num_layers" || field == "decoder_last_pipeline_num_layers") {
+      opt->check(CLI::Validator(
+          [](const std::string& v) -> std::string {
+            int n = 0;
+            const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+            if (ec == std::errc() && end == v.data() + v.size() && n >= 1) return "";
+            return "must be a layer count >= 1, got '" + v + "' (Megatron refuses 0; leave the flag out for the even split)";
+          },
+          "LAYERS >= 1"));
+    }
   }
   for (const LayoutSwitch& s : kLayoutSwitches) {
     const std::string field = s.field, value = s.value;
