@@ -69,9 +69,11 @@ void print_report(const sim::CalibrationReport& r, std::ostream& out) {
   std::snprintf(buf, sizeof buf, "# |error| median / max: before %.1f%% / %.1f%%, after %.1f%% / %.1f%%", 100 * r.summary_before.median_abs,
                 100 * r.summary_before.max_abs, 100 * r.summary_after.median_abs, 100 * r.summary_after.max_abs);
   out << buf;
-  if (r.leave_one_out) {
+  if (r.leave_one_out && std::isfinite(r.summary_loo.median_abs)) {
     std::snprintf(buf, sizeof buf, ", leave-one-out %.1f%% / %.1f%%", 100 * r.summary_loo.median_abs, 100 * r.summary_loo.max_abs);
     out << buf;
+  } else if (r.leave_one_out) {
+    out << ", leave-one-out - (one run: nothing to leave out)";
   }
   std::snprintf(buf, sizeof buf, "\n# objective (mean squared log error): %.5f -> %.5f in %d evaluations\n", r.objective_before,
                 r.objective_after, r.evaluations);

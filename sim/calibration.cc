@@ -423,10 +423,13 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
     predicted = before;
     report.objective_after = report.objective_before;
   }
+  // "At a bound": within 1 % of the interval (on the log-linear axis the fit moves on) of either end, where
+  // the data push the value; the simplex stops short of the end itself.
+  constexpr double kNearBound = 0.01;
   for (std::size_t i = 0; i < params.size(); ++i) {
     const double given = param_value(gpu, params[i]);
     report.params.push_back({params[i], given, kept_given ? given : values[i], calibration_bounds(params[i]),
-                             !kept_given && (fit.u[i] <= 1e-4 || fit.u[i] >= 1 - 1e-4)});
+                             !kept_given && (fit.u[i] <= kNearBound || fit.u[i] >= 1 - kNearBound)});
   }
   after.name = gpu.name.ends_with("-fitted") ? gpu.name : gpu.name + "-fitted";
   validate(after, after.name);
@@ -470,8 +473,10 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
 
 nlohmann::json to_json(const CalibrationReport& report) {
   using nlohmann::json;
-  auto summary = [](const ErrorSummary& s) { return json{{"median_abs_error", s.median_abs}, {"max_abs_error", s.max_abs}}; };
   auto finite_or_null = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+  auto summary = [&](const ErrorSummary& s) {
+    return json{{"median_abs_error", finite_or_null(s.median_abs)}, {"max_abs_error", finite_or_null(s.max_abs)}};
+  };
   json params = json::array();
   for (const FittedParam& p : report.params) {
     params.push_back({{"name", calibration_param_name(p.param)},

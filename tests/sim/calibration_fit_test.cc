@@ -225,5 +225,22 @@ TEST(Calibration, LeaveOneOutGivesFiniteErrors) {
   EXPECT_EQ(j["runs"].size(), runs.size());
 }
 
+// With one run there is nothing to leave out: no leave-one-out error, and no summary of one (null), not 0 %.
+TEST(Calibration, LeaveOneOutOfOneRunStatesNoError) {
+  const GpuSpec base = gpu_preset("h100-sxm");
+  std::vector<RunRecord> runs = measured_on(sim::with_param(base, CalibrationParam::GemmScale, 0.9));
+  runs.resize(1);
+  sim::CalibrationOptions options;
+  options.params = {CalibrationParam::GemmScale};
+  options.leave_one_out = true;
+  const sim::CalibrationReport report = sim::calibrate(runs, base, options);
+  EXPECT_FALSE(std::isfinite(report.runs[0].error_loo));
+  EXPECT_FALSE(std::isfinite(report.summary_loo.median_abs));
+  const nlohmann::json j = to_json(report);
+  EXPECT_TRUE(j["summary"]["leave_one_out"]["median_abs_error"].is_null());
+  EXPECT_TRUE(j["summary"]["leave_one_out"]["max_abs_error"].is_null());
+  EXPECT_TRUE(j["summary"]["after"]["median_abs_error"].is_number());
+}
+
 }  // namespace
 }  // namespace pipelab

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,13 +99,15 @@ struct FittedParam {
   double before = 0;
   double after = 0;
   ParamBounds bounds;
-  bool at_bound = false;  // the optimum sits on a bound: the data push it past the interval
+  bool at_bound = false;  // the optimum sits on or next to a bound (within 1 % of the interval): the data push it past
 };
 
 /// Median and largest |error| over the runs.
+/// Median and largest |error| over the finite errors; NaN (null in JSON, "-" in text) when there is
+/// none, e.g. leave-one-out with a single run.
 struct ErrorSummary {
-  double median_abs = 0;
-  double max_abs = 0;
+  double median_abs = std::numeric_limits<double>::quiet_NaN();
+  double max_abs = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct CalibrationReport {
