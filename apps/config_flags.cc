@@ -2,6 +2,7 @@
 #include "config_flags.h"
 
 #include <charconv>
+#include <iostream>
 #include <sstream>
 
 #include "pipelab/base/error.h"
@@ -35,7 +36,6 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--recompute-num-layers", "recompute_num_layers", "Full recompute: layers per group (uniform) or recomputed per chunk (block)"},
     {"--data-parallel-sharding-strategy", "data_parallel_sharding_strategy", "FSDP: no_shard | optim | optim_grads | optim_grads_params"},
     {"--num-distributed-optimizer-instances", "num_distributed_optimizer_instances", "HSDP: replicas of the sharded state over dp*cp"},
-    {"--optimizer-offload-fraction", "optimizer_offload_fraction", "Share of the optimizer state in host memory (0..1)"},
     {"--fp8-recipe", "fp8_recipe", "FP8 scaling: delayed (default) | tensorwise | blockwise | mxfp8 (docs/simulator.md, FP8)"},
     {"--num-layers-at-start-in-bf16", "num_layers_at_start_in_bf16", "With --first-last-layers-bf16: first decoder layers kept BF16 (default 1)"},
     {"--num-layers-at-end-in-bf16", "num_layers_at_end_in_bf16", "With --first-last-layers-bf16: last decoder layers kept BF16 (default 1)"},
@@ -70,7 +70,6 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--first-last-layers-bf16", "first_last_layers_bf16", "true", "Keep the first and last decoder layers' GEMMs in BF16 under fp8 or nvfp4"},
     {"--fp4-param-gather", "fp4_param_gather", "true", "Keep and all-gather NVFP4 weights (default with --precision nvfp4)"},
     {"--no-fp4-param-gather", "fp4_param_gather", "false", "bf16 weights with NVFP4 GEMMs"},
-    {"--optimizer-cpu-offload", "optimizer_offload_fraction", "1", "Optimizer state in host memory (see --optimizer-offload-fraction)"},
     {"--recompute-activations", "recompute", "selective", "Selective recompute (core attention)"},
     {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "true", "1F1B EP all-to-all overlap: B and the next F merged into F&B units"},
     {"--delay-wgrad-compute", "delay_wgrad_compute", "true", "Wgrad after the combine (EP overlap) or at the layer's end: exposes the TP reduce-scatter beside it"},
@@ -172,6 +171,12 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
           "LAYERS >= 1"));
     }
   }
+  // Megatron's pair: the switch offloads, the fraction (default 1) says how much; the fraction alone does nothing.
+  cmd->add_flag("--optimizer-cpu-offload", c.optimizer_cpu_offload,
+                "Optimizer state in host memory: the share --optimizer-offload-fraction says (default 1)");
+  cmd->add_option("--optimizer-offload-fraction", c.optimizer_offload_fraction,
+                  "With --optimizer-cpu-offload: share of the optimizer state in host memory (0..1, default 1)")
+      ->check(CLI::Range(0.0, 1.0));
   for (const LayoutSwitch& s : kLayoutSwitches) {
     const std::string field = s.field, value = s.value;
     cmd->add_flag_callback(s.flag, [&c, field, value] { c.parallel_overrides.emplace_back(field, value); }, s.help);
@@ -282,6 +287,11 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
   c.distributed_optimizer = !f.no_distributed_optimizer;
   if (!f.stage_layers.empty()) c.stage_layers = parse_int_list("--stage-layers", f.stage_layers);
   for (const auto& [field, value] : f.parallel_overrides) apply_override(c, field, value);
+  if (f.optimizer_cpu_offload) {
+    c.optimizer_offload_fraction = f.optimizer_offload_fraction.value_or(1.0);
+  } else if (f.optimizer_offload_fraction) {
+    std::cerr << "pipelab: warning: --optimizer-offload-fraction has no effect without --optimizer-cpu-offload (as in Megatron)\n";
+  }
   c.gbs = 1;  // placeholder so resolve() can run; set below once dp is known
   c = resolve(c, out.model);
   if (f.gbs > 0 && f.microbatches > 0) throw InputError("give --gbs or --microbatches, not both");

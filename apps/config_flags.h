@@ -28,6 +28,8 @@ struct ConfigFlags {
   bool no_distributed_optimizer = false;
   std::string stage_layers;  // "2,3,3,3,2,3,3,3"
   bool softmax_stored = false;
+  bool optimizer_cpu_offload = false;                  // --optimizer-cpu-offload
+  std::optional<double> optimizer_offload_fraction;    // --optimizer-offload-fraction (Megatron's default 1)
   // Megatron-named model and layout overrides, applied in command-line order (every config flag
   // triggers on parse): (field, value).
   std::vector<std::pair<std::string, std::string>> model_overrides;

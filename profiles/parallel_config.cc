@@ -356,15 +356,15 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   }
   if (!(c.optimizer_offload_fraction >= 0 && c.optimizer_offload_fraction <= 1)) {
     error("optimizer_offload_fraction", "fraction",
-          "optimizer_offload_fraction=" + std::to_string(c.optimizer_offload_fraction) + " must be within [0, 1]");
+          "optimizer_offload_fraction=" + number_text(c.optimizer_offload_fraction) + " must be within [0, 1]");
   }
   if (!(c.moe_load_imbalance >= 1 && c.moe_load_imbalance <= 64)) {
     error("moe_load_imbalance", "range",
-          "moe_load_imbalance=" + std::to_string(c.moe_load_imbalance) + " must be within [1, 64] (busiest rank's tokens / the mean)");
+          "moe_load_imbalance=" + number_text(c.moe_load_imbalance) + " must be within [1, 64] (busiest rank's tokens / the mean)");
   }
   if (!(c.moe_expert_capacity_factor >= 0 && c.moe_expert_capacity_factor <= 64)) {
     error("moe_expert_capacity_factor", "range",
-          "moe_expert_capacity_factor=" + std::to_string(c.moe_expert_capacity_factor) + " must be within [0, 64] (0 = dropless)");
+          "moe_expert_capacity_factor=" + number_text(c.moe_expert_capacity_factor) + " must be within [0, 64] (0 = dropless)");
   }
   if (c.moe_pad_expert_input_to_capacity && !(c.moe_expert_capacity_factor > 0)) {
     error("moe_pad_expert_input_to_capacity", "needs_capacity_factor",
@@ -516,7 +516,7 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     // Megatron's HybridDeviceOptimizer steps that share on the CPU and copies gradients and weights over
     // the host link; pipelab only drops it from the GPU's memory and step.
     warn("optimizer_offload_fraction", "optimizer_offload_untimed",
-         "optimizer_offload_fraction=" + std::to_string(c.optimizer_offload_fraction) +
+         "optimizer_offload_fraction=" + number_text(c.optimizer_offload_fraction) +
              ": the host's optimizer step and the gradient and weight copies over the host link are not timed, so the "
              "iteration is optimistic (only the GPU's memory and step shrink)");
   }
