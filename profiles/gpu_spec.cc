@@ -213,8 +213,10 @@ void validate(const GpuSpec& g, std::string_view context) {
   if (!g.fp4_gemm_efficiency_curve.empty() && g.peak_fp4_tflops <= 0) {
     errors.push_back("fp4_gemm_efficiency_curve needs peak_fp4_tflops > 0");
   }
-  if (g.sm_count < 0 || g.sm_count > kMaxSmCount) {
-    errors.push_back("sm_count=" + std::to_string(g.sm_count) + " must be in [0, " + std::to_string(kMaxSmCount) + "] (0 = unknown)");
+  if (g.sm_count != 0 && (g.sm_count <= kMaxCommKernelSms || g.sm_count > kMaxSmCount)) {
+    errors.push_back("sm_count=" + std::to_string(g.sm_count) + " must be 0 (unknown) or in [" + std::to_string(kMaxCommKernelSms + 1) +
+                     ", " + std::to_string(kMaxSmCount) + "]: communication kernels beside compute hold up to " +
+                     std::to_string(kMaxCommKernelSms) + " SMs (HybridEP)");
   }
   within("sustained_compute_ratio", g.sustained_compute_ratio, kMinEfficiency, 1);
   within("memory_bandwidth_efficiency", g.memory_bandwidth_efficiency, kMinEfficiency, 1);

@@ -50,6 +50,7 @@ constexpr double kFp8KernelsPerLayerPass = 4;
 constexpr int kTpOverlapPipelineSplits = 4;
 constexpr double kTpOverlapPipelineSms = 16;
 constexpr double kTpOverlapBulkSms = 16;
+static_assert(kTpOverlapPipelineSms <= kMaxCommKernelSms && kTpOverlapBulkSms <= kMaxCommKernelSms, "GpuSpec::sm_count's lower bound");
 // Block-scaled (1x128 / 128x128) GEMMs against per-tensor ones: TE gemm_profiling.rst, H200, 5B-model
 // shapes, autocast: 20.285 ms (current scaling) / 22.882 ms (blockwise) per layer.
 constexpr double kBlockwiseGemmFactor = 20.285 / 22.882;

@@ -16,6 +16,7 @@ namespace {
 // performance scripts set (moe_hybridep_num_sms=32, scripts/performance/utils/overrides.py).
 constexpr int kDeepEpSms = 20;
 constexpr int kHybridEpSms = 32;
+static_assert(kDeepEpSms <= kMaxCommKernelSms && kHybridEpSms <= kMaxCommKernelSms, "GpuSpec::sm_count's lower bound (gpu_spec.h)");
 
 }  // namespace
 

@@ -112,6 +112,14 @@ TEST(GpuSpecJson, ErrorsNameTheKey) {
   EXPECT_EQ(no_fp8.peak_fp8_tflops, 0);
   EXPECT_TRUE(no_fp8.fp8_gemm_efficiency_curve.empty());
   EXPECT_EQ(no_fp8.sm_count, 0);
+
+  // An SM count the communication kernels beside compute would fill (HybridEP holds 32) leaves compute none.
+  json = to_json(gpu_preset("h100-sxm"));
+  json["sm_count"] = kMaxCommKernelSms;
+  EXPECT_THAT(error_message<ConfigError>([&] { gpu_spec_from_json(json, "g.json"); }),
+              HasSubstr("sm_count=32 must be 0 (unknown) or in [33, 65536]: communication kernels beside compute hold up to 32 SMs"));
+  json["sm_count"] = kMaxCommKernelSms + 1;
+  EXPECT_EQ(gpu_spec_from_json(json, "g.json").sm_count, 33);
 }
 
 TEST(GpuSpec, Fp8GemmsUseTheirOwnCurveOrTheBf16One) {

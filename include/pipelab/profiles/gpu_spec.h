@@ -37,6 +37,11 @@ struct AttentionEfficiencyPoint {
 /// Bandwidths are GB/s with G = 1e9. nvlink_bandwidth_gbps is per GPU *per direction* (half of the
 /// "total bidirectional" figure NVIDIA quotes: H100 900 GB/s total -> 450); nic_bandwidth_gbps is the
 /// scale-out NIC per GPU per direction (400 Gb/s -> 50).
+/// The most SMs a communication kernel pipelab models holds while it runs (HybridEP's 32; TE
+/// userbuffers and NCCL beside compute 16, DeepEP 20): a GPU spec's sm_count, when given, must exceed it
+/// so that compute keeps some SMs.
+constexpr int kMaxCommKernelSms = 32;
+
 struct GpuSpec {
   std::string name;
   double peak_bf16_tflops = 0;  // dense
