@@ -292,7 +292,7 @@ ReportInput load(const json& j, const std::string& name, const std::string& labe
 ReportInput load_result(const json& j, const std::string& name) { return load(j, name, name); }
 
 ReportInput load_result_file(const std::string& path) {
-  const Result<json> document = parse_json_document(read_text_file(path, "result"));
+  const Result<json> document = parse_json_document(read_text_file(path, "result"), DuplicateKeys::kKeepLast);
   if (!document) throw InputError(path + ": not JSON (" + document.error().message + ")");
   std::string name = std::filesystem::path(path).stem().string();
   if (name.empty()) name = path;

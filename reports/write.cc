@@ -61,7 +61,7 @@ void write_report(std::vector<ReportInput> inputs, const std::string& out_path, 
 // A plan result (kind "plan") renders on its own: its tables, exclusions and recipes. It holds no
 // timeline; `pipelab plan --report` simulates the winner again to draw one.
 std::optional<PlanResult> plan_result_file(const std::string& path) {
-  const Result<nlohmann::json> document = parse_json_document(read_text_file(path, "result"));
+  const Result<nlohmann::json> document = parse_json_document(read_text_file(path, "result"), DuplicateKeys::kKeepLast);
   // Anything else (not JSON, no kind, a kind that is not a string) is for load_result_file to name.
   if (!document || !document.value().is_object()) return std::nullopt;
   const auto kind = document.value().find("kind");

@@ -67,6 +67,23 @@ TEST(JsonDepth, BracketsInsideStringsAreNotNesting) {
   EXPECT_EQ(doc.value()["name"].get<std::string>().size(), 2001u);
 }
 
+// A key twice in one object is refused (readers disagree on which value wins); the same key in
+// sibling or nested objects is not a repeat. Result files are read keeping the last, unchecked.
+TEST(JsonKeys, AKeyTwiceInOneObjectIsRefused) {
+  EXPECT_TRUE(parse_json_document(R"({"a": {"n": 1}, "b": {"n": 2}, "c": [{"n": 3}, {"n": 4}], "n": {"n": 5}})").ok());
+  for (const char* text : {R"({"num_layers": 4, "num_layers": 8})", R"({"a": [{"x": 1, "y": 2, "x": 3}]})",
+                           R"({"a": {"b": {}, "c": 1}, "a": 2})"}) {
+    const Result<nlohmann::json> doc = parse_json_document(text);
+    ASSERT_FALSE(doc.ok()) << text;
+    EXPECT_THAT(doc.error().message, HasSubstr("appears twice in one object")) << text;
+  }
+  EXPECT_THAT([] { parse_json_text(R"({"hidden_size": 1, "hidden_size": 2})", "m.json"); },
+              ::testing::ThrowsMessage<InputError>(HasSubstr("m.json: invalid JSON: key 'hidden_size' appears twice in one object")));
+  const Result<nlohmann::json> last = parse_json_document(R"({"n": 4, "n": 8})", DuplicateKeys::kKeepLast);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last.value()["n"], 8);
+}
+
 TEST(ReadTextFile, RefusesFilesOverTheLimitBeforeOrWhileReading) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "pipelab_limits_test";
   std::filesystem::create_directories(dir);

@@ -366,16 +366,45 @@ inline std::optional<ParseError> json_nesting_error(std::string_view text) {
 
 }  // namespace detail
 
+/// Whether a key given twice in one object is an error (files people write: specs, configs, schedules)
+/// or the last one is kept (result files pipelab writes, which are large and never repeat a key: the
+/// check makes parsing several times slower).
+enum class DuplicateKeys { kRefuse, kKeepLast };
+
 /// Parses JSON text without throwing. A syntax error carries its line and column (1-based) and a
 /// message "parse error at line L, column C: ..."; so does nesting deeper than
-/// limits::kMaxJsonDepth; other failures (a number out of range) carry no location.
-inline Result<nlohmann::json> parse_json_document(std::string_view text) {
+/// limits::kMaxJsonDepth; other failures (a number out of range, a repeated key) carry no location.
+inline Result<nlohmann::json> parse_json_document(std::string_view text, DuplicateKeys duplicates = DuplicateKeys::kRefuse) {
   if (std::optional<ParseError> deep = detail::json_nesting_error(text)) {
     deep->message = "at line " + std::to_string(deep->line) + ", column " + std::to_string(deep->column) + ": " + deep->message;
     return *std::move(deep);
   }
+  // A key given twice in one object is refused: which value wins differs between JSON readers (this
+  // parser keeps the last), so a file that relies on it does not say what it means.
+  std::vector<std::vector<std::string>> open_objects;  // the keys seen so far in each enclosing object
+  std::optional<std::string> duplicate;
+  const nlohmann::json::parser_callback_t note_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) {
+      open_objects.emplace_back();
+    } else if (event == Event::object_end) {
+      open_objects.pop_back();
+    } else if (event == Event::key && !open_objects.empty()) {
+      std::vector<std::string>& keys = open_objects.back();
+      const auto& key = parsed.get_ref<const std::string&>();
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
+        if (!duplicate) duplicate = key;
+      } else {
+        keys.push_back(key);
+      }
+    }
+    return true;
+  };
   try {
-    return nlohmann::json::parse(text.begin(), text.end());
+    nlohmann::json document = duplicates == DuplicateKeys::kRefuse ? nlohmann::json::parse(text.begin(), text.end(), note_keys)
+                                                                   : nlohmann::json::parse(text.begin(), text.end());
+    if (duplicate) return ParseError{"key '" + *duplicate + "' appears twice in one object; give each key once"};
+    return document;
   } catch (const nlohmann::json::parse_error& e) {
     // e.what() is "[json.exception.parse_error.101] parse error at line L, column C: ...".
     std::string what = e.what();
