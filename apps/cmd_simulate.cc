@@ -125,6 +125,13 @@ void add_compare_command(CLI::App& root, int& exit_code) {
     print_config_line(std::cout, resolved);
     const std::vector<std::string> names = split_comma_list(o->schedules);
     if (names.empty()) throw InputError("--schedules is empty; valid schedules: " + schedule_names());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      for (std::size_t j = 0; j < i; ++j) {
+        if (find_schedule(names[j]).name == find_schedule(names[i]).name) {
+          throw InputError("--schedules lists " + find_schedule(names[i]).name + " twice ('" + names[j] + "', '" + names[i] + "')");
+        }
+      }
+    }
     reports::ReportInput result{.kind = "compare",
                                 .config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost)};
     o->iterations.describe(std::cout, result.config);
