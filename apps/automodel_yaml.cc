@@ -10,6 +10,7 @@
 
 #include <pipelab/base/error.h>
 #include <pipelab/profiles/presets.h>
+#include <pipelab/schedules/registry.h>
 
 namespace pipelab::app {
 namespace {
@@ -99,7 +100,13 @@ void zero_dp_strategy(const Reader& r, const YAML::Node& v, const std::string& k
 }
 
 void schedule(const Reader& r, const YAML::Node& v, const std::string& key, std::vector<std::string>& out) {
-  out.insert(out.end(), {"--schedule", r.scalar(v, key)});  // PyTorch's names are schedule aliases
+  const std::string name = r.scalar(v, key);
+  try {
+    find_schedule(name);  // PyTorch's names are schedule aliases
+  } catch (const InputError& e) {
+    r.fail(v, key, e.what());  // named here, with the file and line
+  }
+  out.insert(out.end(), {"--schedule", name});
 }
 
 const std::map<std::string, Handler>& distributed_keys() {
