@@ -17,7 +17,8 @@ void add_schedule_flags(CLI::App* cmd, ScheduleFlags& flags) {
   cmd->add_option("--microbatches,--num-microbatches", flags.options.microbatches, "Microbatches per iteration")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--microbatch-group-size,--microbatch-group-size-per-virtual-stage", flags.options.group_size,
+  cmd->add_option("--microbatch-group-size,--microbatch-group-size-per-virtual-pipeline-stage,--microbatch-group-size-per-virtual-stage",
+                  flags.options.group_size,
                   "Interleaved schedules: microbatches per group; 0 = pp")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 20));
