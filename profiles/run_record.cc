@@ -8,6 +8,10 @@
 
 #include <pipelab/base/csv_table.h>
 #include <pipelab/base/error.h>
+#include <pipelab/profiles/model_spec.h>
+#include <pipelab/profiles/parallel_config.h>
+
+#include "field_table.h"
 
 namespace pipelab {
 
@@ -142,7 +146,26 @@ std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::s
       if (eq == std::string::npos || eq == 0) row.fail("settings", "'" + item + "' is not key=value");
       std::string value = item.substr(eq + 1);
       std::replace(value.begin(), value.end(), '+', ',');  // list items
-      r.settings.emplace_back(item.substr(0, eq), value);
+      const std::string key = item.substr(0, eq);
+      // An unknown key or an unparsable value is a bad row (exit 2), not a run left out of the fit: set
+      // it on a default config or model here, where the row and column can be named. Rules that need the
+      // whole run are checked when it is simulated.
+      try {
+        if (key.starts_with("model.")) {
+          const std::vector<std::string>& keys = model_spec_keys();
+          if (std::find(keys.begin(), keys.end(), detail::normalize_key(key.substr(6))) == keys.end()) {
+            detail::throw_unknown_field("model", key.substr(6), keys);
+          }
+        } else {
+          ParallelConfig probe;
+          apply_override(probe, key, value);
+        }
+      } catch (const ConfigError&) {
+        // a well-formed value that breaks a rule on its own: judged with the whole run
+      } catch (const InputError& e) {
+        row.fail("settings", e.what());
+      }
+      r.settings.emplace_back(key, value);
     }
     out.push_back(std::move(r));
   }

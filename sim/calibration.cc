@@ -358,7 +358,11 @@ CalibrationReport calibrate(const std::vector<RunRecord>& runs, const GpuSpec& g
       measured.push_back(run.tokens_per_s_per_gpu);
       kept.push_back(&run);
     } catch (const Error& e) {
-      report.excluded.push_back({run.line, run.label(), std::string("not simulated: ") + e.what()});
+      std::string why = e.what();  // RunRecord's errors name the run, which the excluded entry does already
+      if (const std::string named = "line " + std::to_string(run.line) + " (" + run.label() + "): "; why.starts_with(named)) {
+        why.erase(0, named.size());
+      }
+      report.excluded.push_back({run.line, run.label(), "not simulated: " + why});
     }
   }
   if (kept.empty()) {
