@@ -87,7 +87,8 @@ std::vector<ConfigRow> config_rows(const std::vector<ReportInput>& inputs) {
   add("parallel layout", [](const json& c) {
     std::string out;
     for (const char* k : {"tp", "pp", "vp", "cp", "ep", "dp"}) {
-      const std::string v = config_text(c, {"parallel", k});
+      std::string v = config_text(c, {"parallel", k});
+      if (std::string_view(k) == "vp" && v == "0") v = "per schedule";  // each schedule's own chunks (compare)
       if (!v.empty()) out += (out.empty() ? "" : " ") + std::string(k) + "=" + v;
     }
     const std::string gpus = config_gpus(c);

@@ -62,6 +62,21 @@ TEST(ComparisonTable, TimesArePerIterationAcrossIterations) {
   EXPECT_TRUE(stated);
 }
 
+// A compare result's vp 0 means "each schedule's own": the configuration table says so, not vp=0.
+TEST(ConfigRows, VpZeroIsPerSchedule) {
+  json j = compare_json();
+  j["config"]["parallel"]["vp"] = 0;
+  bool stated = false;
+  for (const ConfigRow& row : config_rows({load_result(j, "c")})) {
+    if (row.label == "parallel layout") {
+      EXPECT_THAT(row.values[0], HasSubstr("vp=per schedule"));
+      EXPECT_THAT(row.values[0], Not(HasSubstr("vp=0")));
+      stated = true;
+    }
+  }
+  EXPECT_TRUE(stated);
+}
+
 int best_marks(const ComparisonTable& t) {
   int n = 0;
   for (const TableRow& r : t.rows) {
