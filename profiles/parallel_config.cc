@@ -643,6 +643,15 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (c.sequence_parallel == true && c.tp == 1) {
     warn("sequence_parallel", "sp_needs_tp", "sequence_parallel has no effect with tp=1");
   }
+  if (c.tp_comm_overlap && c.tp == 1) warn("tp_comm_overlap", "tp_overlap_needs_tp", "tp_comm_overlap has no effect with tp=1");
+  if (c.etp > 0 && c.etp != c.tp && !m.is_moe()) {
+    warn("etp", "etp_needs_experts", "etp=" + str(c.etp) + " splits expert layers: no effect on '" + m.name + "', which has none");
+  }
+  if (c.fsdp == Fsdp::kNone && c.data_parallel_sharding_strategy != ParallelConfig{}.data_parallel_sharding_strategy) {
+    warn("data_parallel_sharding_strategy", "sharding_needs_fsdp",
+         "data_parallel_sharding_strategy=" + std::string(to_string(c.data_parallel_sharding_strategy)) +
+             " is Megatron-FSDP's (use_megatron_fsdp): no effect without FSDP, where distributed_optimizer shards the optimizer state");
+  }
   if (c.sequence_parallel == false && c.tp > 1) {
     warn("sequence_parallel", "sp_off_with_tp",
          "tp=" + str(c.tp) + " without sequence_parallel keeps full-sequence norm/dropout activations on every "

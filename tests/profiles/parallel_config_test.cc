@@ -196,6 +196,24 @@ TEST_F(ParallelRules, RiskyButLegalChoicesWarn) {
   EXPECT_THAT(w2, HasSubstr("sequence_parallel has no effect with tp=1"));
 }
 
+// Settings that do nothing in this layout are said, not dropped silently.
+TEST_F(ParallelRules, SettingsWithoutEffectWarn) {
+  ParallelConfig c = good_config();
+  EXPECT_EQ(warnings(c), "");
+  c.tp = 1;
+  c.world = c.pp * c.cp * 8;
+  c.tp_comm_overlap = true;
+  EXPECT_THAT(warnings(c), HasSubstr("tp_comm_overlap has no effect with tp=1"));
+  c = good_config();
+  c.etp = 1;  // tp is not 1: a different split, but the model has no experts
+  EXPECT_THAT(warnings(c), HasSubstr("etp=1 splits expert layers: no effect on 'llama3-70b', which has none"));
+  c = good_config();
+  c.data_parallel_sharding_strategy = Sharding::kOptim;
+  EXPECT_THAT(warnings(c), HasSubstr("data_parallel_sharding_strategy=optim is Megatron-FSDP's"));
+  c.fsdp = Fsdp::kMegatron;
+  EXPECT_THAT(warnings(c), ::testing::Not(HasSubstr("data_parallel_sharding_strategy")));
+}
+
 // Megatron's default dispatcher all-gathers every token over the EP x ETP group: across nodes that
 // is a warning; inside a node, or with alltoall, it is not.
 TEST_F(ParallelRules, AllgatherDispatcherAcrossNodesWarns) {
