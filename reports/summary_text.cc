@@ -131,6 +131,10 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
   if (!phases.empty()) out += "# MoE phases, time per rank, each summed over its stage's layers (docs/simulator.md, \"Phases\"):\n" + phases;
   if (!memory.empty()) out += "# memory of the fullest rank (" + (capacity.empty() ? std::string("GiB") : capacity) + "):\n" + memory;
   out += advice;
+  // MFU is against the dense BF16 peak at every precision (docs/metrics.md): past 100 % it says why.
+  if (std::any_of(t.rows.begin(), t.rows.end(), [](const TableRow& r) { return !r.missing[kMfu] && r.value[kMfu] > 100; })) {
+    out += "# MFU above 100%: it is against the GPU's dense BF16 peak at every precision, and FP8 or NVFP4 GEMMs run faster than that\n";
+  }
   // The best tokens/s/GPU of the table (docs/metrics.md: among at least two rows that fit).
   const TableRow* best = nullptr;
   bool any_fits = false;

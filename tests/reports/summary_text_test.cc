@@ -71,5 +71,13 @@ TEST(SummaryText, CommunicationInComputeOnlyWhenNotZero) {
   EXPECT_THAT(render_summary_text({sim}), HasSubstr("; in compute: TP 1.000 ms, EP 2.000 ms"));
 }
 
+// MFU is against the BF16 peak at every precision: past 100 % a footnote says why; under it, none.
+TEST(SummaryText, MfuAboveOneHundredPercentIsExplained) {
+  ReportInput cmp = testing::fixture("compare_2r_4mb.json");
+  EXPECT_THAT(render_summary_text({cmp}), Not(HasSubstr("MFU above 100%")));
+  cmp.schedules[1].runs[0].summary.mfu = 1.25;
+  EXPECT_THAT(render_summary_text({cmp}), HasSubstr("# MFU above 100%: it is against the GPU's dense BF16 peak at every precision"));
+}
+
 }  // namespace
 }  // namespace pipelab::reports
