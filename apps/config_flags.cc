@@ -1,6 +1,7 @@
 // Model / GPU / layout flags.
 #include "config_flags.h"
 
+#include <algorithm>
 #include <charconv>
 #include <iostream>
 #include <sstream>
@@ -294,6 +295,13 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
   }
   c.gbs = 1;  // placeholder so resolve() can run; set below once dp is known
   c = resolve(c, out.model);
+  // Megatron reads the backend only for the flex dispatcher; given with another one it changes nothing.
+  const bool backend_given = std::any_of(f.parallel_overrides.begin(), f.parallel_overrides.end(),
+                                         [](const auto& o) { return o.first == "moe_flex_dispatcher_backend"; });
+  if (backend_given && c.moe_token_dispatcher_type != MoeDispatcher::kFlex) {
+    std::cerr << "pipelab: warning: --moe-flex-dispatcher-backend has no effect with moe_token_dispatcher_type="
+              << to_string(c.moe_token_dispatcher_type) << " (it picks the flex dispatcher's kernels)\n";
+  }
   if (f.gbs > 0 && f.microbatches > 0) throw InputError("give --gbs or --microbatches, not both");
   c.gbs = f.gbs > 0 ? f.gbs : c.mbs * c.dp * (f.microbatches > 0 ? f.microbatches : 32);
   out.config = c;
