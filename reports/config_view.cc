@@ -54,6 +54,9 @@ std::string config_gpus(const json& config) {
 }
 
 int config_iterations(const nlohmann::json& config) {
+  // simulate and compare write `iterations` with `optimizer_step`; a run result's `iterations` counts the
+  // measured iterations its timeline (one of them) was picked from, and it writes no `optimizer_step`.
+  if (find_path(config, {"optimizer_step"}) == nullptr) return 1;
   const json* n = find_path(config, {"iterations"});
   return n != nullptr && n->is_number_integer() && n->get<std::int64_t>() >= 1 ? static_cast<int>(n->get<std::int64_t>()) : 1;
 }
@@ -120,8 +123,9 @@ std::vector<ConfigRow> config_rows(const std::vector<ReportInput>& inputs) {
     return list.empty() ? config_text(c, {"schedule"}) : list;
   });
   add("iterations", [](const json& c) {
-    const std::string n = config_text(c, {"iterations"});
-    if (n.empty() || n == "1") return std::string();
+    const int iterations = config_iterations(c);
+    if (iterations == 1) return std::string();
+    const std::string n = std::to_string(iterations);
     return n + " (optimizer step " + config_text(c, {"optimizer_step"}) +
            "): times per iteration, (makespan + the last optimizer step) / " + n + "; idle ratios over all";
   });

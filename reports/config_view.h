@@ -23,8 +23,9 @@ std::string config_name(const nlohmann::json& config, const char* key);
 /// The job's GPU count: `parallel.gpus`, else `parallel.world`; "" when neither is present.
 std::string config_gpus(const nlohmann::json& config);
 
-/// How many consecutive iterations the result's timeline holds (`iterations`, from `--iterations N`);
-/// 1 when absent.
+/// How many consecutive iterations the result's timeline holds (`iterations` beside `optimizer_step`, as
+/// simulate and compare write them for `--iterations N`); 1 otherwise (a run result's `iterations` is the
+/// measured iterations its one timeline was picked from).
 int config_iterations(const nlohmann::json& config);
 
 /// The configuration rows (label, per-input text) shown at the top of HTML and Markdown.

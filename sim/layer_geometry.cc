@@ -47,7 +47,9 @@ GpuParams LayerGeometry::layer_params(int layer) const {
     experts = static_cast<std::int64_t>(m.num_experts) * (m.swiglu ? 3 : 2) * m.hidden_size * m.moe_ffn_hidden_size;
   }
   const std::int64_t rest = m.layer_params(layer) - experts;
-  const std::int64_t expert_share = experts / (static_cast<std::int64_t>(config_.ep) * config_.tp);
+  // Routed experts split over EP and expert tensor parallelism (etp, tp by default), not over tp: with
+  // etp=1 each rank holds its local experts whole (Megatron's MoE parallel folding).
+  const std::int64_t expert_share = experts / (static_cast<std::int64_t>(config_.ep) * config_.expert_tp());
   const std::int64_t total = rest / config_.tp + expert_share;
   // The layer's norms and router go with its linear weights (under 0.1 % of a layer).
   const bool quantized = config_.param_gather_bytes() < kBf16Bytes && config_.layer_precision(layer, m.num_layers) != Precision::kBf16;

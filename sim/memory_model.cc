@@ -21,13 +21,15 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
   const ParallelConfig& c = g.config();
   const bool full = c.recompute == Recompute::kFull;
   // A layer's bytes depend on the layer only through its kind (MoE or dense, windowed attention or
-  // not): each kind is sized once.
+  // not, its GEMMs in the run's precision or kept in BF16 by first_last_layers_bf16): each kind is sized once.
   struct LayerBytes {
     std::int64_t stored = 0, stash = 0;
   };
-  std::array<std::optional<LayerBytes>, 4> kinds;
+  std::array<std::optional<LayerBytes>, 8> kinds;
   const auto layer_bytes = [&](int l) -> const LayerBytes& {
-    std::optional<LayerBytes>& kind = kinds[(g.model().is_moe_layer(l) ? 2 : 0) + (g.model().is_window_attention_layer(l) ? 1 : 0)];
+    const ModelSpec& m = g.model();
+    const bool own_precision = c.layer_precision(l, m.num_layers) == c.precision;
+    std::optional<LayerBytes>& kind = kinds[(own_precision ? 4 : 0) + (m.is_moe_layer(l) ? 2 : 0) + (m.is_window_attention_layer(l) ? 1 : 0)];
     if (!kind) kind = LayerBytes{stored_layer_bytes(l), layer_weight_stash_bytes(l)};
     return *kind;
   };

@@ -57,6 +57,8 @@ TEST(ComparisonTable, TimesArePerIterationAcrossIterations) {
   EXPECT_DOUBLE_EQ(two.rows[0].value[kExposedComm], one.rows[0].value[kExposedComm] / 2);
   EXPECT_EQ(config_iterations(two_in.config), 2);
   EXPECT_EQ(config_iterations(json::object()), 1);
+  // A run result's `iterations` counts measured iterations, of which its timeline is one.
+  EXPECT_EQ(config_iterations(json{{"iterations", 5}, {"backend", "cpu"}}), 1);
   bool stated = false;
   for (const ConfigRow& row : config_rows({two_in})) stated = stated || (row.label == "iterations" && row.values[0].starts_with("2 (optimizer step overlap)"));
   EXPECT_TRUE(stated);

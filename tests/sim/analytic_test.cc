@@ -1106,5 +1106,22 @@ TEST(MemoryModel, Fp8WeightStashHoldsTheQuantizedOperands) {
   EXPECT_LE(full, run("llama3-8b", "zb-h1", c).result.peak_activation_bytes[0]);
 }
 
+// first_last_layers_bf16 keeps the first and last layers' GEMM inputs in BF16 and the rest in FP8:
+// each layer is sized by its own precision (the layer-kind cache once sized every layer as layer 0).
+TEST(MemoryModel, FirstAndLastBf16LayersAreSizedByTheirOwnPrecision) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ParallelConfig c = layout(m, 1, 1, 1, 1, 1);
+  const Schedule sched = make_schedule("1f1b", {1, 1, 1, 0});
+  c.precision = Precision::kFp8;
+  c.fp8_recipe = Fp8Recipe::kTensorwise;
+  const sim::MemoryModel fp8(m, c, sched.shape);
+  c.first_last_layers_bf16 = true;
+  const sim::MemoryModel mixed(m, c, sched.shape);
+  const std::int64_t bf16_layer = mixed.layer_activation_bytes(0), fp8_layer = mixed.layer_activation_bytes(1);
+  EXPECT_GT(bf16_layer, fp8_layer);
+  EXPECT_EQ(mixed.layer_activation_bytes(m.num_layers - 1), bf16_layer);
+  EXPECT_EQ(mixed.stage_activations()[0].bytes - fp8.stage_activations()[0].bytes, 2 * (bf16_layer - fp8_layer));
+}
+
 }  // namespace
 }  // namespace pipelab

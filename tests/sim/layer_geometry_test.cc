@@ -68,8 +68,21 @@ TEST(LayerGeometry, MoeLayersActivateTopKAndSharedExperts) {
   EXPECT_EQ(moe.value, 128 * 128);
   EXPECT_EQ(g.widths(0).mlp, 18432);
   const std::int64_t experts = std::int64_t{256} * 3 * 7168 * 2048;
-  EXPECT_EQ(g.layer_params(3).experts, experts / (8 * 2));  // over ep x tp
+  EXPECT_EQ(g.layer_params(3).experts, experts / (8 * 2));  // over ep x etp (= tp by default)
   EXPECT_EQ(g.layer_params(3).total, (m.layer_params(3) - experts) / 2 + experts / 16);
+}
+
+// Routed experts split over EP x ETP, not TP: with etp=1 a rank holds its local experts whole, so the
+// EP x ETP ranks of a group hold each expert weight exactly once, whatever tp is.
+TEST(LayerGeometry, ExpertsSplitOverEpAndExpertTp) {
+  const ModelSpec m = model_preset("mixtral-8x7b");
+  const std::int64_t experts = std::int64_t{m.num_experts} * 3 * m.hidden_size * m.moe_ffn_hidden_size;
+  for (const auto& [tp, ep, etp] : {std::tuple{8, 8, 1}, std::tuple{1, 8, 1}, std::tuple{8, 1, 1}, std::tuple{2, 4, 2}}) {
+    const ParallelConfig c = resolve({.tp = tp, .pp = 1, .ep = ep, .etp = etp, .dp = 8 / tp, .gbs = 64}, m);
+    const sim::LayerGeometry g(m, c);
+    EXPECT_EQ(g.layer_params(0).experts * ep * etp, experts) << "tp" << tp << " ep" << ep << " etp" << etp;
+    EXPECT_EQ(g.layer_params(0).total, (m.layer_params(0) - experts) / tp + experts / (ep * etp));
+  }
 }
 
 TEST(LayerGeometry, NeedsAResolvedConfig) {
