@@ -137,24 +137,26 @@ void add_compare_command(CLI::App& root, int& exit_code) {
     o->iterations.describe(std::cout, result.config);
     result.config["schedules"] = names;
     std::set<std::string> warnings;  // the layout's warnings, once (they do not depend on the schedule)
-    // An interleaved schedule in the table answers "interleave to cut the bubble" already.
-    const bool shows_interleaving =
-        std::any_of(names.begin(), names.end(), [](const std::string& n) { return !find_schedule(n).fixed_vp; });
+    // A schedule of the table that ran interleaved (vp > 1) answers "interleave to cut the bubble" already.
+    std::string interleave_advice;
+    bool shows_interleaving = false;
     for (const std::string& name : names) {
       const ScheduleInfo& info = find_schedule(name);  // an unknown name is bad input
       try {
         sim::SimulationRequest request = make_request(o->config, resolved, name);
         // One --vp is for the schedules that take any; ZB-V, DualPipeV and the vp=1 schedules run with their own.
         if (info.fixed_vp) request.config.vp = 0;
-        request.advise_interleaving = !shows_interleaving;
         o->iterations.apply(request);
         const sim::SimulationOutcome outcome = sim::simulate_config(request);
         result.schedules.push_back(simulated_entry(outcome, advice_if_oom(request, outcome)));
         warnings.insert(outcome.warnings.begin(), outcome.warnings.end());
+        if (!outcome.interleave_advice.empty()) interleave_advice = outcome.interleave_advice;
+        shows_interleaving = shows_interleaving || outcome.config.vp > 1;
       } catch (const InputError& e) {
         result.schedules.push_back(compare_failure(info.name, e.what()));
       }
     }
+    if (shows_interleaving) warnings.erase(interleave_advice);
     for (const auto& w : warnings) std::cerr << "pipelab: warning: " << w << "\n";
     std::cout << reports::render_summary_text({result});
     if (!o->json_out.empty()) reports::write_result_file(o->json_out, result);

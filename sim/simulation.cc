@@ -87,9 +87,11 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   }
   if (!check.ok()) throw ConfigError(join_messages(check.errors, "; "));
   for (const ConfigIssue& w : check.warnings) {
-    // Zero-bubble and DualPipe schedules cut the bubble their own way: "interleave" is not their advice;
-    // nor is it where interleaved schedules run beside this one.
-    if (w.rule == "pp_without_vp" && (info.splits_backward || !req.advise_interleaving)) continue;
+    // Zero-bubble and DualPipe schedules cut the bubble their own way: "interleave" is not their advice.
+    if (w.rule == "pp_without_vp") {
+      if (info.splits_backward) continue;
+      out.interleave_advice = w.message;
+    }
     out.warnings.push_back(w.message);
   }
   // The merged 1F1B exists for Megatron's own schedules only (pp > 1 without vp: check() warned already).

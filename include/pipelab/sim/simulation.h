@@ -56,15 +56,15 @@ struct SimulationRequest {
   /// no idle split, per-rank figures or in-action communication). A plan search ranks thousands of
   /// layouts this way and simulates the few it shows again in full.
   bool ranking_only = false;
-  /// False when the caller shows interleaved schedules beside this one (compare): the layout's
-  /// "interleave to cut the bubble" warning (rule pp_without_vp) is then left out.
-  bool advise_interleaving = true;
 };
 
 struct SimulationOutcome {
   std::string schedule;          // canonical name
   ParallelConfig config;         // as simulated (vp = chunks per rank of the schedule)
   std::vector<std::string> warnings;
+  /// Of `warnings`, the advice to interleave (rule pp_without_vp), or empty: a caller that shows an
+  /// interleaved schedule beside this one (compare) leaves it out.
+  std::string interleave_advice;
   std::string pipeline_layout;   // the model-order split as simulated, in Megatron's layout grammar
   std::shared_ptr<const Schedule> lowered;  // the schedule as simulated
   SimResult result;
