@@ -11,7 +11,6 @@
 #include <pipelab/profiles/model_spec.h>
 #include <pipelab/profiles/parallel_config.h>
 
-#include "field_table.h"
 
 namespace pipelab {
 
@@ -150,12 +149,13 @@ std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::s
       // An unknown key or an unparsable value is a bad row (exit 2), not a run left out of the fit: set
       // it on a default config or model here, where the row and column can be named. Rules that need the
       // whole run are checked when it is simulated.
+      if (std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& kv) { return kv.first == key; })) {
+        row.fail("settings", "'" + key + "' is given twice");
+      }
       try {
         if (key.starts_with("model.")) {
-          const std::vector<std::string>& keys = model_spec_keys();
-          if (std::find(keys.begin(), keys.end(), detail::normalize_key(key.substr(6))) == keys.end()) {
-            detail::throw_unknown_field("model", key.substr(6), keys);
-          }
+          ModelSpec probe;
+          apply_override(probe, key.substr(6), value);
         } else {
           ParallelConfig probe;
           apply_override(probe, key, value);

@@ -2,6 +2,7 @@
 // preset is expressible and fits in memory: NVIDIA ran it on 80 GB H100s. Likewise every row of the
 // held-out tables on other GPUs (nemo-dgx-b200.csv, nemo-dgx-gb200.csv, a100.csv) on its GPU's preset.
 // Throughput accuracy is printed by bench/calibration_bench.cc, not asserted here.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -108,6 +109,27 @@ TEST(RunRecords, BadCellsNameTheLineAndColumn) {
   EXPECT_THROW(parse_run_records("", "runs.csv"), InputError);
   EXPECT_EQ(error_of("llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,100,x\n"), "runs.csv:2: 14 cells, the header names 13");
   EXPECT_NE(error_of("llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,100\n").find("no error"), std::string::npos);
+}
+
+// A settings item that names no field, holds an unreadable value or repeats a key is a bad cell: a typo
+// must not simulate a different run. A value that breaks a rule only with the whole run is judged then.
+TEST(RunRecords, BadSettingsNameTheLineAndColumn) {
+  const std::string header = "model,precision,gpus,gbs,mbs,seq,tp,pp,cp,vp,ep,fsdp,tokens_per_s_per_gpu,settings\n";
+  const std::string row = "llama3-8b,bf16,8,128,1,8192,1,1,1,1,1,0,100,";
+  auto error_of = [&](const std::string& settings) {
+    try {
+      parse_run_records(header + row + settings + "\n", "runs.csv");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(error_of("overlap_grad_reduse=false"), ::testing::HasSubstr("runs.csv:2: column settings: unknown parallel field 'overlap_grad_reduse'"));
+  EXPECT_EQ(error_of("recompute=sometimes"), "runs.csv:2: column settings: recompute='sometimes' must be one of: none, selective, full");
+  EXPECT_EQ(error_of("model.num_layers=abc"), "runs.csv:2: column settings: num_layers=abc: expected an integer");
+  EXPECT_THAT(error_of("model.num_layer=4"), ::testing::HasSubstr("runs.csv:2: column settings: unknown model field 'num_layer'"));
+  EXPECT_EQ(error_of("recompute=full recompute=none"), "runs.csv:2: column settings: 'recompute' is given twice");
+  EXPECT_EQ(error_of("recompute=full model.num-layers=16 tp_comm_overlap=true"), "no error");
 }
 
 TEST(RunRecords, IterationTimeGivesTokensPerGpu) {
