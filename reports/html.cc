@@ -173,10 +173,15 @@ void legend(std::ostringstream& os, bool phases) {
 }
 
 // The result's phase_totals: each MoE phase's time per rank, its communication and what is exposed.
-void phase_table(std::ostringstream& os, const TimelineResult& run) {
+// A timeline of --iterations N holds all N: its per-rank totals say so.
+std::string over_iterations(int iterations) {
+  return iterations > 1 ? ", over all " + std::to_string(iterations) + " iterations of the timeline" : "";
+}
+
+void phase_table(std::ostringstream& os, const TimelineResult& run, int iterations) {
   if (run.phase_totals.empty()) return;
   os << "<details class=\"phases\" open><summary>MoE phases, " << html_escape(run.source)
-     << " (time per rank, each summed over its stage's layers)</summary><div class=\"card\"><table class=\"phases\">"
+     << " (time per rank, each summed over its stage's layers" << over_iterations(iterations) << ")</summary><div class=\"card\"><table class=\"phases\">"
         "<thead><tr><th>phase</th><th class=\"num\">time (ms)</th><th class=\"num\">communication (ms)</th>"
         "<th class=\"num\">exposed (ms)</th></tr></thead><tbody>";
   for (const Phase& p : run.phase_totals) {
@@ -186,7 +191,7 @@ void phase_table(std::ostringstream& os, const TimelineResult& run) {
   os << "</tbody></table></div></details>";
 }
 
-void rank_table(std::ostringstream& os, const TimelineResult& run, bool several) {
+void rank_table(std::ostringstream& os, const TimelineResult& run, bool several, int iterations) {
   if (run.ranks.empty()) return;
   const std::int64_t cap = run.summary.memory_capacity_bytes;
   // Simulated results split static memory into its parts (the memory model's); others give the sum.
@@ -195,7 +200,7 @@ void rank_table(std::ostringstream& os, const TimelineResult& run, bool several)
                                              "<th class=\"num\">optimizer</th><th class=\"num\">FSDP buffers</th>"
                                            : "<th class=\"num\">static memory</th>";
   os << "<details class=\"ranks\"" << (run.ranks.size() <= 16 ? " open" : "") << "><summary>Per rank"
-     << (several ? " (" + html_escape(run.source) + ")" : "") << "</summary><table class=\"ranks\" data-source=\""
+     << (several ? " (" + html_escape(run.source) + ")" : "") << over_iterations(iterations) << "</summary><table class=\"ranks\" data-source=\""
      << attr(run.source) << "\"><thead><tr><th>rank</th><th class=\"num\">busy</th><th class=\"num\">idle</th>"
      << "<th class=\"num\">comm</th><th class=\"num\">exposed comm</th>" << static_headers
      << "<th class=\"num\">peak activations</th><th class=\"num\">peak memory</th></tr><tr class=\"units\"><th></th>"
@@ -260,8 +265,9 @@ void schedule_section(std::ostringstream& os, const ComparisonTable& t, const Re
     memory_svg(os, in, s, run, axis);
     os << "</div>";
   }
-  for (const TimelineResult& run : s.runs) phase_table(os, run);
-  for (const TimelineResult& run : s.runs) rank_table(os, run, s.runs.size() > 1);
+  const int iterations = config_iterations(in.config);
+  for (const TimelineResult& run : s.runs) phase_table(os, run, iterations);
+  for (const TimelineResult& run : s.runs) rank_table(os, run, s.runs.size() > 1, iterations);
   os << "</section>\n";
 }
 

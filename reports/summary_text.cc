@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "config_view.h"
 #include "format.h"
 #include "pipelab/reports/render.h"
 #include "table_model.h"
@@ -56,7 +57,7 @@ std::string capacity_line(const ReportInput& in, std::int64_t usable) {
 
 // "bubble 12.30% = pipeline 8.10% + imbalance 2.20% + PP comm 0.00% + DP comm 2.00%; in compute:
 // TP 1.234 ms, EP 0.500 ms" (other idle and each communication in compute only when not zero).
-std::string idle_breakdown(const Summary& m) {
+std::string idle_breakdown(const Summary& m, int iterations) {
   const double span = static_cast<double>(m.makespan_ns);
   auto pct = [](double ratio) { return fixed(ratio * 100, 2) + "%"; };
   auto share = [&](std::int64_t ns) { return span > 0 ? pct(static_cast<double>(ns) / span) : pct(0); };
@@ -67,7 +68,7 @@ std::string idle_breakdown(const Summary& m) {
   std::string in_compute;
   for (const auto& [name, ns] : {std::pair<const char*, std::int64_t>{"TP", m.exposed_tp_comm_ns}, {"EP", m.exposed_ep_comm_ns},
                                  {"CP", m.exposed_cp_comm_ns}, {"FSDP", m.exposed_fsdp_comm_ns}}) {
-    if (ns > 0) in_compute += (in_compute.empty() ? "" : ", ") + std::string(name) + " " + ms(ns);
+    if (ns > 0) in_compute += (in_compute.empty() ? "" : ", ") + std::string(name) + " " + ms(ns / iterations);
   }
   if (!in_compute.empty()) out += "; in compute: " + in_compute;
   if (m.optimizer_step_ns > 0) out += "; then the optimizer step " + ms(m.optimizer_step_ns);
@@ -75,12 +76,12 @@ std::string idle_breakdown(const Summary& m) {
 }
 
 // "attention & dense 512.300 ms, dispatch 120.000 ms (exposed 120.000 ms), ...": the MoE phases per rank.
-std::string phase_line(const std::vector<Phase>& totals) {
+std::string phase_line(const std::vector<Phase>& totals, int iterations) {
   std::string out;
   for (const Phase& p : totals) {
     if (!out.empty()) out += ", ";
-    out += p.name + " " + ms(p.ns);
-    if (p.exposed_comm_ns > 0) out += " (exposed " + ms(p.exposed_comm_ns) + ")";
+    out += p.name + " " + ms(p.ns / iterations);
+    if (p.exposed_comm_ns > 0) out += " (exposed " + ms(p.exposed_comm_ns / iterations) + ")";
   }
   return out;
 }
@@ -116,8 +117,10 @@ std::string render_summary_text(const std::vector<ReportInput>& given) {
         out += line;
         std::snprintf(line, sizeof line, "#   %-18s ", r.label.c_str());
         if (!s.pipeline_layout.empty()) layouts += line + s.pipeline_layout + "\n";
-        idle += line + idle_breakdown(r.run->summary) + "\n";
-        if (!r.run->phase_totals.empty()) phases += line + phase_line(r.run->phase_totals) + "\n";
+        // Times per iteration, as the table's (a timeline of --iterations N holds N of them).
+        const int iterations = detail::config_iterations(in.config);
+        idle += line + idle_breakdown(r.run->summary, iterations) + "\n";
+        if (!r.run->phase_totals.empty()) phases += line + phase_line(r.run->phase_totals, iterations) + "\n";
         if (const RankRow* fullest = fullest_rank(*r.run)) memory += line + memory_breakdown(*fullest) + "\n";
         if (!s.memory_advice.empty()) advice += "# " + r.label + " does not fit; " + s.memory_advice + "\n";
         if (capacity.empty() && r.run->summary.memory_capacity_bytes > 0) {

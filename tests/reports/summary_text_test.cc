@@ -69,6 +69,10 @@ TEST(SummaryText, CommunicationInComputeOnlyWhenNotZero) {
   EXPECT_THAT(render_summary_text({sim}), HasSubstr("; in compute: EP 2.000 ms"));
   s.exposed_tp_comm_ns = 1'000'000;
   EXPECT_THAT(render_summary_text({sim}), HasSubstr("; in compute: TP 1.000 ms, EP 2.000 ms"));
+  // A timeline of two iterations: per iteration, as the table's times.
+  sim.config["iterations"] = 2;
+  sim.config["optimizer_step"] = "sync";
+  EXPECT_THAT(render_summary_text({sim}), HasSubstr("; in compute: TP 0.500 ms, EP 1.000 ms"));
 }
 
 // MFU is against the BF16 peak at every precision: past 100 % a footnote says why; under it, none.
