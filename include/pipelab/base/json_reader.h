@@ -429,8 +429,9 @@ inline Result<nlohmann::json> parse_json_document(std::string_view text, Duplica
 }
 
 /// Parses JSON text; InputError "<context>: invalid JSON: parse error at line L, column C: ..." on failure.
-inline nlohmann::json parse_json_text(std::string_view text, std::string_view context) {
-  Result<nlohmann::json> document = parse_json_document(text);
+inline nlohmann::json parse_json_text(std::string_view text, std::string_view context,
+                                      DuplicateKeys duplicates = DuplicateKeys::kRefuse) {
+  Result<nlohmann::json> document = parse_json_document(text, duplicates);
   if (!document) throw InputError(context_prefix(context) + "invalid JSON: " + document.error().message);
   return std::move(document).value();
 }

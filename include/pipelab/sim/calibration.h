@@ -102,7 +102,6 @@ struct FittedParam {
   bool at_bound = false;  // the optimum sits on or next to a bound (within 1 % of the interval): the data push it past
 };
 
-/// Median and largest |error| over the runs.
 /// Median and largest |error| over the finite errors; NaN (null in JSON, "-" in text) when there is
 /// none, e.g. leave-one-out with a single run.
 struct ErrorSummary {
