@@ -5,6 +5,7 @@
 #include <cctype>
 #include <functional>
 #include <map>
+#include <set>
 
 #include <yaml-cpp/yaml.h>
 
@@ -165,9 +166,12 @@ bool is_hydra_key(const std::string& key) { return key == "_target_" || key == "
 void read_block(const Reader& r, const YAML::Node& block, const std::string& path,
                 const std::map<std::string, Handler>& keys, AutoModelFlags& out) {
   if (!block.IsMap()) r.fail(block, path, "must be a mapping of keys");
+  std::set<std::string> seen;
   for (const auto& item : block) {
     const std::string key = item.first.Scalar();
     const std::string dotted = path + "." + key;
+    // yaml-cpp keeps both entries of a repeated key; YAML forbids it and readers disagree on the winner.
+    if (!seen.insert(key).second) r.fail(item.first, dotted, "is given twice in this mapping");
     if (is_hydra_key(key)) continue;
     if (item.second.IsNull()) continue;  // an explicit null keeps AutoModel's default
     const auto handler = keys.find(key);
