@@ -213,7 +213,8 @@ int run(const RunCommandOptions& o) {
     rank = mpi->rank();
     if (!gpu) make_transport = [&mpi, &shape, wait] { return mpi->transport(shape, wait); };
   }
-  const runtime::CudaRunConfig cuda = cuda_config(o);
+  // The cuda backend's knobs; the cpu backend has none (its --transport names are not CUDA transports).
+  const runtime::CudaRunConfig cuda = gpu ? cuda_config(o) : runtime::CudaRunConfig{};
   runtime::CudaProfileOptions cuda_profile;
   std::string profile_transport = o.transport;  // the name the profile's P2P measurement carries
   if (gpu) {
