@@ -87,13 +87,18 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
   auto* cmd = root.add_subcommand("simulate", "Simulate one schedule on one configuration");
   auto o = std::make_shared<SimulateOptions>();
   add_config_flags(cmd, o->config);
-  cmd->add_option("--schedule", o->schedule, "Schedule name or alias (" + schedule_names() + ")")->capture_default_str();
+  CLI::Option* schedule_flag =
+      cmd->add_option("--schedule", o->schedule, "Schedule name or alias (" + schedule_names() + "); default 1f1b, or "
+                      "interleaved-1f1b when the layout has vp > 1 (as Megatron runs it)")
+          ->capture_default_str();
   cmd->add_option("--json", o->json_out, "Write the result JSON here");
   cmd->add_option("--trace", o->trace_out, "Write a Chrome/Perfetto trace here");
   cmd->add_option("--report", o->report_out, "Write a report here (.html, .md, .csv)");
   o->iterations.add_to(cmd);
-  cmd->callback([o, &exit_code] {
+  cmd->callback([o, schedule_flag, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(o->config);
+    // Megatron runs its interleaved schedule whenever vp > 1 (given, or from a layout string).
+    if (schedule_flag->count() == 0 && resolved.config.vp > 1) o->schedule = "interleaved-1f1b";
     sim::SimulationRequest request = make_request(o->config, resolved, o->schedule);
     o->iterations.apply(request);
     const sim::SimulationOutcome outcome = sim::simulate_config(request);

@@ -53,8 +53,10 @@ std::string megatron_lm(const Facts& f) {
   auto add = [&](std::string flag) { flags.push_back(std::move(flag)); };
   add("--tensor-model-parallel-size " + str(c.tp));
   add("--pipeline-model-parallel-size " + str(c.pp));
+  // Megatron refuses a vp flag beside a layout string (it derives vp from the string's stages).
+  const bool layout_flag = f.megatron_split() && !f.layout.empty();
   if (f.schedule == "interleaved-1f1b" && c.vp > 1) {
-    add("--num-virtual-stages-per-pipeline-rank " + str(c.vp));
+    if (!layout_flag) add("--num-virtual-stages-per-pipeline-rank " + str(c.vp));
   } else if (!f.megatron_schedule()) {
     notes += "# note: Megatron-LM has no " + f.schedule + " schedule; these flags run its 1F1B" +
              (f.megatron_split() ? " with the same split\n" : ", one model part per rank instead of " + str(f.parts_per_rank) + "\n");
@@ -72,6 +74,7 @@ std::string megatron_lm(const Facts& f) {
   if (c.fsdp == Fsdp::kMegatron) {
     add("--use-megatron-fsdp");
     add("--data-parallel-sharding-strategy " + std::string(to_string(c.data_parallel_sharding_strategy)));
+    add("--ckpt-format fsdp_dtensor");  // Megatron-LM asserts it with --use-megatron-fsdp
   } else if (c.distributed_optimizer) {
     add("--use-distributed-optimizer");
   }
@@ -87,7 +90,7 @@ std::string megatron_lm(const Facts& f) {
   if (f.megatron_split()) {
     if (c.account_for_embedding_in_pipeline_split) add("--account-for-embedding-in-pipeline-split");
     if (c.account_for_loss_in_pipeline_split) add("--account-for-loss-in-pipeline-split");
-    if (!f.layout.empty()) add("--pipeline-model-parallel-layout \"" + f.layout + "\"");
+    if (layout_flag) add("--pipeline-model-parallel-layout \"" + f.layout + "\"");
   }
   add("--bf16");
   if (c.precision == Precision::kFp8) {
@@ -246,8 +249,14 @@ std::string torchtitan(const Facts& f) {
   if (c.pp > 1 && pytorch.empty()) notes += "# note: torchtitan (PyTorch pipelining) has no " + f.schedule + " schedule; its default is used\n";
   notes += "# note: torchtitan shards data parallelism with FSDP2 (ZeRO-3); the simulated layout used " +
            std::string(c.fsdp == Fsdp::kMegatron ? "Megatron-FSDP" : "Megatron's distributed optimizer (ZeRO-1)") + "\n";
-  if (c.pp > 1 && (!f.even || c.account_for_embedding_in_pipeline_split)) {
-    notes += "# note: torchtitan splits layers evenly (pipeline_parallel_layers_per_stage); this layout's split has no equivalent\n";
+  // torchtitan weighs the embedding and the output as *_stage_less_layers layers each when it splits the
+  // model (default 1 each), as Megatron's account_for_{embedding,loss}_in_pipeline_split do.
+  const int first_less = c.account_for_embedding_in_pipeline_split ? 1 : 0, last_less = c.account_for_loss_in_pipeline_split ? 1 : 0;
+  const bool aware = first_less + last_less > 0;
+  const int slots = f.model.num_layers + first_less + last_less, parts = c.pp * f.parts_per_rank;
+  const bool expressible = c.pp > 1 && (aware ? slots % parts == 0 : f.even);
+  if (c.pp > 1 && !expressible) {
+    notes += "# note: torchtitan splits layers evenly, counting the embedding and output as a layer each or not; this layout's split has no equivalent\n";
   }
   if (c.recompute == Recompute::kSelective) {
     notes += "# note: torchtitan's op-level selective checkpointing (selective_ac_option \"op\") recomputes every second matmul, not Megatron's core attention\n";
@@ -263,8 +272,10 @@ std::string torchtitan(const Facts& f) {
   if (c.pp > 1) {
     if (!pytorch.empty()) out += "pipeline_parallel_schedule = \"" + std::string(pytorch) + "\"\n";
     out += "pipeline_parallel_microbatch_size = " + str(c.mbs) + "\n";
-    if (f.parts_per_rank > 1 && f.even && !c.account_for_embedding_in_pipeline_split) {
-      out += "pipeline_parallel_layers_per_stage = " + str(f.layers_per_part) + "\n";
+    if (expressible) {
+      out += "pipeline_parallel_first_stage_less_layers = " + str(first_less) + "\n";
+      out += "pipeline_parallel_last_stage_less_layers = " + str(last_less) + "\n";
+      if (f.parts_per_rank > 1) out += "pipeline_parallel_layers_per_stage = " + str(slots / parts) + "\n";
     }
   }
   if (f.model.is_moe()) {
@@ -272,7 +283,9 @@ std::string torchtitan(const Facts& f) {
     out += "expert_tensor_parallel_degree = " + str(c.expert_tp()) + "\n";
   }
   out += "\n[training]\n";
-  out += "local_batch_size = " + str(c.gbs / c.dp) + "\n";
+  // Without PP torchtitan runs local_batch_size sequences at once and accumulates to the global batch:
+  // the micro-batch. With PP it is the rank's share, split into pipeline_parallel_microbatch_size.
+  out += "local_batch_size = " + str(c.pp == 1 ? c.mbs : c.gbs / c.dp) + "\n";
   out += "global_batch_size = " + str(c.gbs) + "\n";
   out += "seq_len = " + str(c.seq_length) + "\n";
   out += "\n[activation_checkpoint]\n";

@@ -136,6 +136,12 @@ void check_all(const Layout& l) {
   args.insert(args.end(), {"--megatron-args", r.megatron_lm});
   const Parsed lm = parse(args);
   expect_megatron(lm, l, "megatron-lm:\n" + r.megatron_lm);
+  // Megatron-LM's own argument checks: vp comes from a layout string, never beside it; Megatron-FSDP
+  // asserts the fsdp_dtensor checkpoint format.
+  const bool has_layout = r.megatron_lm.find("--pipeline-model-parallel-layout") != std::string::npos;
+  const bool has_vp = r.megatron_lm.find("--num-virtual-stages-per-pipeline-rank") != std::string::npos;
+  EXPECT_FALSE(has_layout && has_vp) << r.megatron_lm;
+  EXPECT_EQ(r.megatron_lm.find("--ckpt-format fsdp_dtensor") != std::string::npos, l.config.fsdp == Fsdp::kMegatron) << r.megatron_lm;
 
   args = base_args(l);
   args.insert(args.end(), {"--megatron-args", bridge_to_megatron(r.megatron_bridge)});
@@ -177,10 +183,19 @@ void check_all(const Layout& l) {
     if (!plan::pytorch_schedule_name(l.schedule).empty()) {
       EXPECT_EQ(find_schedule(par["pipeline_parallel_schedule"].value_or(std::string())).name, l.schedule);
     }
+    // torchtitan's stage count: ceil((layers + first_less + last_less) / layers_per_stage), each *_less
+    // defaulting to 1 (torchtitan/distributed/pipeline_parallel.py); it must give pp x parts stages.
     if (const auto per_stage = par["pipeline_parallel_layers_per_stage"].value<int>()) {
-      EXPECT_EQ(model_preset(l.model).num_layers / (*per_stage * l.config.pp), parts_per_rank);
+      const int first_less = par["pipeline_parallel_first_stage_less_layers"].value_or(1);
+      const int last_less = par["pipeline_parallel_last_stage_less_layers"].value_or(1);
+      const int slots = model_preset(l.model).num_layers + first_less + last_less;
+      EXPECT_EQ((slots + *per_stage - 1) / *per_stage, l.config.pp * parts_per_rank) << r.torchtitan;
+      EXPECT_EQ(first_less, l.config.account_for_embedding_in_pipeline_split ? 1 : 0) << r.torchtitan;
     }
   }
+  // The micro-batch: local_batch_size without PP (torchtitan accumulates to the global batch), the
+  // pipeline's microbatch size with it.
+  EXPECT_EQ(t["training"]["local_batch_size"].value_or(0), l.config.pp == 1 ? l.config.mbs : l.config.gbs / l.config.dp) << r.torchtitan;
   EXPECT_EQ(t["activation_checkpoint"]["mode"].value_or(std::string()),
             l.config.recompute == Recompute::kNone ? "none" : std::string(to_string(l.config.recompute)));
   EXPECT_EQ(t["activation_checkpoint"]["selective_ac_option"].value_or(std::string()), l.config.recompute == Recompute::kSelective ? "op" : "");
@@ -269,6 +284,14 @@ TEST(Recipes, EmbeddingAndLossAwareSplitParsesBack) {
 
 TEST(Recipes, UnevenSplitGoesThroughTheLayoutString) {
   check_all(layout("llama3-8b", {.tp = 1, .pp = 3, .world = 3, .gbs = 12, .seq_length = 4096}, "1f1b"));
+  // Interleaved with an uneven split: the layout string alone (Megatron derives vp from it).
+  check_all(layout("llama3.1-405b", {.tp = 8, .pp = 8, .vp = 4, .world = 512, .gbs = 512, .seq_length = 8192}, "interleaved-1f1b"));
+}
+
+TEST(Recipes, WithoutPipelineTheMicroBatchIsTorchtitansLocalBatch) {
+  ParallelConfig c{.tp = 1, .pp = 1, .world = 8, .mbs = 2, .gbs = 128, .seq_length = 8192};
+  c.fsdp = Fsdp::kMegatron;
+  check_all(layout("llama3-8b", c, "1f1b"));
 }
 
 TEST(Recipes, MoeWithFsdpAndASchedulePyTorchHas) {
