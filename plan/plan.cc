@@ -167,6 +167,12 @@ class Search {
       if (std::find(schedules_.begin(), schedules_.end(), info) == schedules_.end()) schedules_.push_back(info);
     }
     threads_ = detail::thread_count(r.threads);
+    // The memory-saving ladder runs cheapest first whatever order --recompute lists them in: none adds no
+    // work, selective re-runs the attention core, full the whole layer (a layout that fits with a
+    // cheaper choice is never tried with a dearer one).
+    recompute_ = r.recompute;
+    std::sort(recompute_.begin(), recompute_.end());  // Recompute's order: none, selective, full
+    recompute_.erase(std::unique(recompute_.begin(), recompute_.end()), recompute_.end());
   }
 
   PlanOutcome run() {
@@ -178,7 +184,7 @@ class Search {
     build_shapes();
     screen();
     std::vector<char> family_fits(static_cast<std::size_t>(families_), 0);
-    const std::size_t rounds = r_.recompute.size() * r_.fsdp.size();
+    const std::size_t rounds = recompute_.size() * r_.fsdp.size();
     for (std::size_t round = 0; round < rounds && !out_of_time(); ++round) simulate_round(round, family_fits);
     return finish();
   }
@@ -250,9 +256,9 @@ class Search {
       for (int mbs : r_.mbs) {
         c.mbs = static_cast<std::int16_t>(mbs);
         c.family = families_++;
-        // The memory savings, cheapest first: recompute choices in the order given, each without and
+        // The memory savings, cheapest first: recompute choices (sorted so), each without and
         // then with FSDP (nothing to shard without data or context parallelism).
-        for (std::size_t k = 0; k < r_.recompute.size(); ++k) {
+        for (std::size_t k = 0; k < recompute_.size(); ++k) {
           for (std::size_t f = 0; f < r_.fsdp.size(); ++f) {
             if (r_.fsdp[f] != Fsdp::kNone && c.dp * c.cp == 1) continue;
             c.round = static_cast<std::uint8_t>(k * r_.fsdp.size() + f);
@@ -279,7 +285,7 @@ class Search {
     p.seq_length = r_.seq_length > 0 ? r_.seq_length : r_.model.seq_length;
     p.sequence_parallel = c.tp > 1;
     p.precision = r_.precision;
-    p.recompute = r_.recompute[c.round / r_.fsdp.size()];
+    p.recompute = recompute_[c.round / r_.fsdp.size()];
     if (p.recompute == Recompute::kFull) p.recompute_num_layers = 1;  // Megatron's usual: every layer, uniform
     p.fsdp = r_.fsdp[c.fsdp];
     p.account_for_embedding_in_pipeline_split = c.aware;
@@ -605,6 +611,7 @@ class Search {
   }
 
   const PlanRequest& r_;
+  std::vector<Recompute> recompute_;  // r_.recompute, cheapest first, each once
   Clock::time_point start_;
   GpuSpec gpu_;  // with the headroom added to its reserve
   std::vector<const ScheduleInfo*> schedules_;

@@ -100,6 +100,22 @@ TEST(Plan, OnePipelineRankRunsAsOneFOneBWhateverTheScheduleOrder) {
   EXPECT_EQ(out.top.front().config.pp, 1);  // as simulate finds: 8B fits on one GPU per replica with FSDP
 }
 
+// The memory-saving ladder is cheapest first whatever order --recompute gives: a layout that fits
+// without recompute is not lost to full recompute listed first.
+TEST(Plan, RecomputeChoicesAreTriedCheapestFirstWhateverTheirOrder) {
+  PlanRequest r = small_request("llama3-8b", 8, 64, 8192);
+  r.fsdp = {Fsdp::kNone, Fsdp::kMegatron};
+  r.max_cp = 1;
+  r.recompute = {Recompute::kNone, Recompute::kFull};
+  const PlanOutcome ordered = run_plan(r);
+  r.recompute = {Recompute::kFull, Recompute::kNone, Recompute::kFull};
+  const PlanOutcome reversed = run_plan(r);
+  ASSERT_FALSE(ordered.top.empty());
+  ASSERT_EQ(ordered.top.size(), reversed.top.size());
+  EXPECT_EQ(reversed.top.front().config.recompute, ordered.top.front().config.recompute);
+  EXPECT_DOUBLE_EQ(reversed.top.front().throughput.tokens_per_s_per_gpu, ordered.top.front().throughput.tokens_per_s_per_gpu);
+}
+
 // The embedding/loss-aware split is simulated only where it moves a layer: where it equals the
 // balanced split the layout would appear twice in the top K.
 TEST(Plan, AnAwareSplitEqualToTheBalancedOneIsSimulatedOnce) {
