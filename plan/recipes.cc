@@ -220,7 +220,11 @@ std::string automodel_yaml(const Facts& f) {
   if (f.model.is_moe()) notes += "# note: AutoModel has no expert tensor parallel size; the layout used etp=" + str(c.expert_tp()) + "\n";
   if (c.recompute == Recompute::kSelective) notes += "# note: AutoModel's activation_checkpointing is whole layers; selective recompute has no equivalent\n";
   const bool per_stage = c.pp > 1 && f.parts_per_rank > 1 && f.even && !c.account_for_embedding_in_pipeline_split;
-  if (c.pp > 1 && !f.even) notes += "# note: AutoModel splits the layers evenly; this layout's split (" + f.layout + ") has no equivalent\n";
+  if (c.pp > 1 && !f.even) {
+    // An uneven split is a layout string, or the embedding- and loss-aware one (no string: the account-for flags).
+    const std::string split = f.layout.empty() ? "embedding- and loss-aware" : "(" + f.layout + ")";
+    notes += "# note: AutoModel splits the layers evenly; this layout's split " + split + " has no equivalent\n";
+  }
   if (c.account_for_embedding_in_pipeline_split) notes += "# note: AutoModel does not count the embedding and loss as layers in the split\n";
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is AutoModel's fp8: block, outside distributed:\n";
   if (c.precision == Precision::kNvfp4) notes += "# note: AutoModel has no NVFP4 training option; run it in BF16 or FP8\n";
