@@ -222,8 +222,8 @@ std::string automodel_yaml(const Facts& f) {
   const bool per_stage = c.pp > 1 && f.parts_per_rank > 1 && f.even && !c.account_for_embedding_in_pipeline_split;
   if (c.pp > 1 && !f.even) {
     // An uneven split is a layout string, or the embedding- and loss-aware one (no string: the account-for flags).
-    const std::string split = f.layout.empty() ? "embedding- and loss-aware" : "(" + f.layout + ")";
-    notes += "# note: AutoModel splits the layers evenly; this layout's split " + split + " has no equivalent\n";
+    const std::string split = f.layout.empty() ? "embedding- and loss-aware split" : "split (" + f.layout + ")";
+    notes += "# note: AutoModel splits the layers evenly; this layout's " + split + " has no equivalent\n";
   }
   if (c.account_for_embedding_in_pipeline_split) notes += "# note: AutoModel does not count the embedding and loss as layers in the split\n";
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is AutoModel's fp8: block, outside distributed:\n";
