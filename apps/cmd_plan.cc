@@ -184,7 +184,7 @@ void add_plan_command(CLI::App& root, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads, "Threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--mbs", o->mbs, "Micro-batch sizes to try, comma-separated")->capture_default_str();
-  cmd->add_option("--recompute", o->recompute, "Recompute choices to try, in order, comma-separated")->capture_default_str();
+  cmd->add_option("--recompute", o->recompute, "Recompute choices to try, comma-separated (tried cheapest first: none, selective, full)")->capture_default_str();
   cmd->add_flag("--no-progress", o->no_progress, "No progress bar (it shows only on a terminal)");
   cmd->callback([o, &exit_code] {
     plan::PlanRequest request = make_plan_request(*o);

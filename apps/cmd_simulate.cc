@@ -98,7 +98,7 @@ void add_simulate_command(CLI::App& root, int& exit_code) {
   cmd->callback([o, schedule_flag, &exit_code] {
     const ResolvedConfig resolved = resolve_flags(o->config);
     // Megatron runs its interleaved schedule whenever vp > 1 (given, or from a layout string).
-    if (schedule_flag->count() == 0 && resolved.config.vp > 1) o->schedule = "interleaved-1f1b";
+    if (schedule_flag->count() == 0 && std::max(resolved.config.vp, vp_from_layout(resolved.config)) > 1) o->schedule = "interleaved-1f1b";
     sim::SimulationRequest request = make_request(o->config, resolved, o->schedule);
     o->iterations.apply(request);
     const sim::SimulationOutcome outcome = sim::simulate_config(request);

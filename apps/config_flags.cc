@@ -108,7 +108,7 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--tp,--tensor-model-parallel-size", c.tp, "Tensor-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--pp,--pipeline-model-parallel-size", c.pp, "Pipeline-parallel size")->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--vp,--virtual-pipeline-model-parallel-size,--num-virtual-stages-per-pipeline-rank", c.vp,
-                  "Chunks per rank for interleaved schedules (0 = the schedule's default)")
+                  "Chunks per rank for interleaved schedules (0 = a layout string's stages / pp, else the schedule's default)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1 << 30));
   cmd->add_option("--num-layers-per-virtual-pipeline-stage", c.layers_per_virtual_stage,

@@ -310,15 +310,13 @@ ParallelConfig resolve(const ParallelConfig& config, const ModelSpec& model) {
     c.world = static_cast<int>(base * c.dp);
   }
   if (!c.sequence_parallel.has_value()) c.sequence_parallel = c.tp > 1;
-  // Megatron derives the virtual pipeline size from a layout string (its stages / pp), and refuses a
-  // vp flag beside it; so does this when no vp is given. A string that does not parse, or whose stages
-  // pp does not divide, is left for check() to name.
-  if (c.vp == 0 && !c.pipeline_layout.empty() && c.pp > 0) {
-    if (const Result<PipelineLayout> layout = parse_pipeline_layout(c.pipeline_layout); layout.ok() && layout.value().size() % c.pp == 0) {
-      c.vp = layout.value().size() / c.pp;
-    }
-  }
   return c;
+}
+
+int vp_from_layout(const ParallelConfig& c) {
+  if (c.pipeline_layout.empty() || c.pp <= 0) return 0;
+  const Result<PipelineLayout> layout = parse_pipeline_layout(c.pipeline_layout);
+  return layout.ok() && layout.value().size() % c.pp == 0 ? layout.value().size() / c.pp : 0;
 }
 
 std::optional<ConfigIssue> precision_unsupported(const ParallelConfig& c, const GpuSpec& gpu) {

@@ -188,6 +188,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     stages_.push_back(c);
     const GpuParams params = g.stage_params(range);
     stage_param_elems_.push_back(params.total);
+    stage_expert_elems_.push_back(params.experts);
     stage_weight_bytes_.push_back(g.weight_bytes(params));
     // What the engine asks per action, computed once.
     PassCost b = c.i;
@@ -586,11 +587,17 @@ double AnalyticCost::fsdp_layer_ns(int layer, bool gradients) const {
   const LayerGeometry& g = *geometry_;
   const ParallelConfig& c = g.config();
   if (c.sharding() != Sharding::kOptimGradsParams) return 0;
-  const int group = std::max(1, c.dp * c.cp / c.num_distributed_optimizer_instances);
-  if (group <= 1) return 0;
   const GpuParams params = g.layer_params(layer);
-  const double bytes = gradients ? static_cast<double>(params.total) * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) : g.weight_bytes(params);
-  return collective_ns(bytes * (group - 1) / group, group - 1, layout_.group_link(c.tp, group));
+  const double total = static_cast<double>(params.total), experts = static_cast<double>(params.experts);
+  const double per_elem = gradients ? (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes) : (total > 0 ? g.weight_bytes(params) / total : 0);
+  // Dense weights shard over DP x CP, routed experts over the expert-DP group (each per replica of
+  // num_distributed_optimizer_instances), as Megatron-FSDP shards them.
+  const auto shard = [&](double elems, int ranks, int stride) {
+    const int group = std::max(1, ranks / c.num_distributed_optimizer_instances);
+    if (group <= 1 || elems <= 0) return 0.0;
+    return collective_ns(elems * per_elem * (group - 1) / group, group - 1, layout_.group_link(stride, group));
+  };
+  return shard(total - experts, c.dp * c.cp, c.tp) + shard(experts, c.expert_dp(), c.ep * c.expert_tp());
 }
 
 PassCost AnalyticCost::embedding_pass(Pass pass) const {
@@ -787,22 +794,31 @@ double AnalyticCost::dp_collective_sm_share() const { return gpu_.sm_count > 0 ?
 
 double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   const ParallelConfig& c = geometry_->config();
-  const int group = c.dp * c.cp;
   // FSDP reduce-scatters each layer's gradients in its W (fsdp_layer_ns), nothing is left to the end.
-  if (group <= 1 || c.sharding() == Sharding::kOptimGradsParams) return 0;
-  const double bytes = static_cast<double>(tail ? reduce_grad_tail_bytes(stage) : reduce_grad_bytes(stage));
-  const Link link = layout_.group_link(c.tp, group);
-  // Reduce-scatter (sharded optimizer) or all-reduce (twice the traffic); the distributed
-  // optimizer then all-gathers the updated parameters, overlapped with the next iteration's
-  // forward (--overlap-param-gather) or right after the step, on the same link.
+  if (c.sharding() == Sharding::kOptimGradsParams) return 0;
+  const auto s = static_cast<std::size_t>(stage);
+  const double grad_bytes = c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes;
+  const double all = static_cast<double>(stage_param_elems_[s]), experts = static_cast<double>(stage_expert_elems_[s]);
+  // Reduce-scatter (sharded optimizer) or all-reduce (twice the traffic) over a data-parallel group;
+  // the distributed optimizer then all-gathers the updated parameters, overlapped with the next
+  // iteration's forward (--overlap-param-gather) or right after the step, on the same link.
   const bool sharded = c.sharding() != Sharding::kNoShard;
   const double factor = sharded ? 1.0 : 2.0;
-  double ns = collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link);
-  if (sharded && !c.overlap_param_gather) {
-    const double param_bytes = stage_weight_bytes_[static_cast<std::size_t>(stage)];
-    ns += collective_ns(param_bytes * (group - 1) / group, group - 1, link);
-  }
-  return ns;
+  const auto reduce = [&](double bytes, double weight_bytes, int group, const Link& link) {
+    if (group <= 1 || bytes <= 0) return 0.0;
+    double ns = collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link);
+    if (sharded && !c.overlap_param_gather) ns += collective_ns(weight_bytes * (group - 1) / group, group - 1, link);
+    return ns;
+  };
+  // Dense parameters over DP x CP (TP fastest in the rank order); routed experts over the expert-DP
+  // group, TP x CP x DP / (EP x ETP) ranks EP x ETP apart (Megatron's expert grid: ETP fastest, then EP).
+  // The last bucket (the tail) holds the word embedding: dense.
+  const double weight_per_elem = all > 0 ? stage_weight_bytes_[s] / all : 0;
+  const double dense_bytes = tail ? static_cast<double>(reduce_grad_tail_bytes(stage)) : (all - experts) * grad_bytes;
+  const double expert_bytes = tail ? 0 : experts * grad_bytes;
+  const int expert_group = c.expert_dp();
+  return reduce(dense_bytes, (all - experts) * weight_per_elem, c.dp * c.cp, layout_.group_link(c.tp, c.dp * c.cp)) +
+         reduce(expert_bytes, experts * weight_per_elem, expert_group, layout_.group_link(c.ep * c.expert_tp(), expert_group));
 }
 
 }  // namespace pipelab::sim

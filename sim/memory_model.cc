@@ -123,7 +123,8 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   const double expert_rows = g.mlp_load(layer);
   a.mlp_up_out = 2 * w.mlp_up / t * expert_rows;          // up (and gate) projection output
   a.mlp_act = gemm_input * w.mlp / t * expert_rows;       // activation: the down projection's input
-  if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t * c.moe_busiest_load();  // tokens permuted to the experts
+  // Tokens permuted to the experts: each SP shard's top-k copies, gathered over ETP (etp x the rank's own).
+  if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t * c.expert_tp() * c.moe_busiest_load();
   if (options_.softmax_stored && !c.recomputes_module("core_attn")) {
     // 5as per token: softmax output (2 bytes), its dropout mask (1, with attention dropout),
     // softmax input for V (2); a sliding-window layer attends to window_size + 1 keys at most.
@@ -162,7 +163,14 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
   // weight-gradient GEMM takes both operands quantized (Transformer Engine keeps the column-wise
   // copies it made for it), so the stash holds those: the same bytes per element as the saved inputs.
   const double e = quantized_bytes(g.config().layer_precision(layer, g.model().num_layers));
-  const double replicated = e * (w.hidden + w.hidden + w.hidden + w.hidden);
+  // A MoE layer's FC1 input and FC2 output gradient are the routed rows (top-k copies gathered over ETP,
+  // on the busiest rank) plus each token once for the shared experts.
+  const ModelSpec& m = g.model();
+  const ParallelConfig& c = g.config();
+  const double mlp_rows = m.is_moe_layer(layer) ? m.moe_router_topk * c.expert_tp() * c.moe_busiest_load() +
+                                                       (m.moe_shared_expert_intermediate_size > 0 ? 1 : 0)
+                                                 : 1;
+  const double replicated = e * (w.hidden + w.hidden + mlp_rows * (w.hidden + w.hidden));
   const double sharded = e * (w.query + w.mlp + (w.query + 2 * w.value) + w.mlp_up);
   const auto stash = static_cast<std::int64_t>(g.tokens() * (g.sequence_parallel() ? (replicated + sharded) / t : replicated + sharded / t));
   if (g.config().recompute == Recompute::kFull) return stash;  // rebuilt by I's recompute

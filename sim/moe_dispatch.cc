@@ -81,8 +81,9 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
     // over NVLink, the rest through the NIC (NCCL cannot aggregate NICs for an all-to-all).
     out.nvlink_bytes = copies * token_bytes * (g - 1) / ep;
     out.nic_bytes = copies * token_bytes * (ep - g) / ep;
-    // Global permute (read T, write k T), then a local sort by expert when a rank holds several.
-    out.permute_bytes = (tokens + copies) * token_bytes + (local_experts > 1 ? 2 * copies * token_bytes : 0);
+    // Global permute (read T, write k T), then a local sort by expert when a rank holds several, of the
+    // rows gathered over ETP (etp x its own).
+    out.permute_bytes = (tokens + copies) * token_bytes + (local_experts > 1 ? 2 * etp * copies * token_bytes : 0);
   } else {
     // flex: a token crosses the network once per distinct remote node among its k experts, and is
     // then forwarded over NVLink once per distinct destination GPU other than the receiving one.
@@ -93,8 +94,9 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
     const double forwarded = distinct_ranks * (ep - g) / ep * (g - 1) / g;
     out.nic_bytes = tokens * token_bytes * remote_nodes;
     out.nvlink_bytes = tokens * token_bytes * (own_node_others + forwarded);
-    // The global permute is fused into the kernel; the local one to expert order is not.
-    out.permute_bytes = 2 * copies * token_bytes;
+    // The global permute is fused into the kernel; the local one to expert order (of the rows gathered
+    // over ETP) is not.
+    out.permute_bytes = 2 * etp * copies * token_bytes;
     out.comm_sms = c.moe_flex_dispatcher_backend == "hybridep" ? kHybridEpSms : kDeepEpSms;
   }
   out.nvlink_bytes *= skew;
@@ -104,8 +106,9 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
   out.comm_ns = std::max(collective_ns(out.nvlink_bytes, 1, layout.nvlink(), efficiency),
                          collective_ns(out.nic_bytes, 1, layout.nic(), efficiency));
   // Expert tensor parallelism: the dispatched copies are all-gathered over ETP after the transfer
-  // (reduce-scattered in the combine).
-  if (etp > 1) out.comm_ns += collective_ns(skew * copies * token_bytes * (etp - 1) / etp, etp - 1, layout.group_link(1, etp), efficiency);
+  // (reduce-scattered in the combine): each rank's `copies` rows become etp x copies, a ring moving
+  // (etp - 1) x its own rows through every rank's link.
+  if (etp > 1) out.comm_ns += collective_ns(skew * copies * token_bytes * (etp - 1), etp - 1, layout.group_link(1, etp), efficiency);
   return out;
 }
 

@@ -64,7 +64,8 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   const ScheduleInfo& info = find_schedule(req.schedule);
   out.schedule = info.name;
   ParallelConfig config = req.config;
-  const int asked_vp = config.vp;
+  // A schedule that takes any vp runs a layout string's (its stages / pp) when none is given, as Megatron.
+  const int asked_vp = config.vp > 0 || info.fixed_vp ? config.vp : vp_from_layout(config);
   if (info.fixed_vp && asked_vp > 0 && asked_vp != info.default_vp) {
     throw ConfigError(info.name + " uses exactly " + std::to_string(info.default_vp) + " chunks per rank, got vp=" +
                       std::to_string(asked_vp));
@@ -166,11 +167,13 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
 Schedule lowered_schedule(const SimulationRequest& req) {
   const ScheduleInfo& info = find_schedule(req.schedule);
   const ParallelConfig& config = req.config;
-  const int vp = info.fixed_vp || config.vp <= 0 ? info.default_vp : config.vp;
+  const int asked_vp = config.vp > 0 || info.fixed_vp ? config.vp : vp_from_layout(config);
+  const int vp = info.fixed_vp || asked_vp <= 0 ? info.default_vp : asked_vp;
   Schedule compute = make_schedule(info.name, {config.pp, vp, config.microbatches(), 0});
   if (merges_forward_backward(info.name, config, vp)) compute = overlap_forward_backward(compute);
   Schedule lowered = add_send_recv(compute);
-  if (config.dp * config.cp > 1) {
+  // Gradients to reduce: dense over DP x CP, routed experts over the expert-DP group (tp x cp x dp / (ep x etp)).
+  if (config.dp * config.cp > 1 || config.expert_dp() > 1) {
     lowered = add_reduce_grad(std::move(lowered), config.overlap_grad_reduce ? ReduceGradPlacement::AfterLastWeightGrad : ReduceGradPlacement::AtEnd);
   }
   return lowered;

@@ -90,7 +90,7 @@ void expect_megatron(const Parsed& p, const Layout& l, const std::string& what) 
   EXPECT_EQ(got.sequence_parallel_enabled(), want.sequence_parallel_enabled()) << what;
   if (megatron_runs(l)) {
     ParallelConfig split = got;
-    split.vp = std::max(1, got.vp);
+    split.vp = got.vp > 0 ? got.vp : std::max(1, vp_from_layout(got));  // Megatron derives vp from a layout string
     EXPECT_EQ(split.vp, want.vp) << what;
     EXPECT_EQ(layers_per_stage(split, model_preset(l.model)), l.stage_layers) << what;
   }

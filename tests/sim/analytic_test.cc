@@ -104,6 +104,31 @@ TEST(AnalyticCost, OnlyTheFirstStagesLastBucketFollowsItsBackward) {
   EXPECT_EQ(cp_cost.reduce_grad_tail_bytes(1), cp_cost.reduce_grad_bytes(1));
 }
 
+// Routed experts' gradients are reduced over the expert-DP group (tp x cp x dp / (ep x etp)), dense ones
+// over DP x CP (Megatron's MoE parallel folding). Mixtral at TP2 DP2 EP4 ETP1: the expert-DP group is one
+// rank, so only the dense gradients move: over the two DP ranks, 2 apart inside a node (by hand).
+TEST(AnalyticCost, ExpertGradientsAreReducedOverTheExpertDataParallelGroup) {
+  const ModelSpec m = model_preset("mixtral-8x7b");
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const Schedule s = make_schedule("1f1b", {1, 1, 4, 0});
+  ParallelConfig c{.tp = 2, .pp = 1, .ep = 4, .etp = 1, .dp = 2, .mbs = 1, .gbs = 8, .seq_length = 4096};
+  c.overlap_grad_reduce = false;  // one bucket, after the pass
+  c = resolve(c, m);
+  ASSERT_EQ(c.expert_dp(), 1);
+  const sim::AnalyticCost cost(m, gpu, c, s.shape);
+  const sim::LayerGeometry g(m, c);
+  sim::GpuParams params;
+  for (int l = 0; l < m.num_layers; ++l) params.experts += g.layer_params(l).experts;
+  const double dense = static_cast<double>(cost.reduce_grad_bytes(0)) - 2.0 * static_cast<double>(params.experts);
+  const double by_hand = gpu.nvlink_latency_ns + dense / 2 / (gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency);
+  EXPECT_NEAR(static_cast<double>(cost.reduce_grad_ns(0, 0)), by_hand, 2);
+  // Expert data parallelism of 2 (EP2): the experts' gradients move too, after the dense ones.
+  ParallelConfig ep2 = c;
+  ep2.ep = 2;
+  const sim::AnalyticCost replicated(m, gpu, ep2, s.shape);
+  EXPECT_GT(replicated.reduce_grad_ns(0, 0), cost.reduce_grad_ns(0, 0));
+}
+
 // Fused attention: the forward at the curve's forward efficiency for the keys each query attends in
 // one kernel call, the backward 2.5x the forward's FLOPs at the backward efficiency (by hand).
 TEST(AnalyticCost, AttentionIsOneFusedKernelReadAtItsKeysPerQuery) {

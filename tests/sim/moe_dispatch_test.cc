@@ -61,6 +61,18 @@ TEST(MoeDispatch, AlltoallSplitsCopiesByLinkByHand) {
 
 // DeepEP: one copy per destination node across the network. Two nodes, top-8: a token needs the
 // other node with p = 1 - (1/2)^8, against 8 x 8/16 = 4 copies through the NIC with NCCL.
+// Expert tensor parallelism (ETP 2, EP 4 on one node): after the all-to-all each rank all-gathers its
+// T k copies over the ETP pair, a ring moving (2 - 1) x its own rows; the local sort permutes 2 x them.
+TEST(MoeDispatch, EtpGatherMovesTheOtherRanksRowsByHand) {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");  // h 2048, top-8, 128 experts
+  const GpuSpec gpu = round_gpu();
+  const auto without = sim::moe_dispatch_cost(m, moe_layout(4, MoeDispatcher::kAlltoall, 1), gpu, kTokens);
+  const auto with = sim::moe_dispatch_cost(m, moe_layout(4, MoeDispatcher::kAlltoall, 2), gpu, kTokens);
+  const double copies = kTokens * 8 * 2048.0 * 2;  // bf16 bytes of the T k copies
+  EXPECT_DOUBLE_EQ(with.comm_ns - without.comm_ns, 1000 + copies * (2 - 1) / 400);
+  EXPECT_DOUBLE_EQ(with.permute_bytes - without.permute_bytes, 2 * (2 - 1) * copies);
+}
+
 TEST(MoeDispatch, FlexSendsOneCopyPerRemoteNode) {
   const ModelSpec m = model_preset("qwen3-30b-a3b");
   const auto flex = sim::moe_dispatch_cost(m, moe_layout(16, MoeDispatcher::kFlex), round_gpu(), kTokens);

@@ -236,6 +236,12 @@ nlohmann::json to_json(const ParallelConfig& config);
 /// "<key>=<item>: expected an integer" naming the item that is not one.
 std::vector<int> parse_int_list(std::string_view key, std::string_view text);
 
+/// Megatron's virtual pipeline size of a layout string: its stages / pp (Megatron derives vp from the
+/// string and refuses a vp flag beside it); 0 without a string, or one that does not parse or split
+/// over pp. Schedules that take any vp use it when none is given (simulate_config); DualPipe's layout
+/// has pp stages, each held twice, so fixed-vp schedules keep their own.
+int vp_from_layout(const ParallelConfig& config);
+
 /// Sets one field from a command-line string. Keys: the JSON names and Megatron's long names
 /// (tensor_model_parallel_size, pipeline_model_parallel_size, virtual_pipeline_model_parallel_size,
 /// context_parallel_size, expert_model_parallel_size, data_parallel_size, micro_batch_size,

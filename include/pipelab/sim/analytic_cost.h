@@ -176,6 +176,7 @@ class AnalyticCost final : public CostModel {
   std::vector<StageCost> stages_;
   std::vector<StageTotals> totals_;
   std::vector<std::int64_t> stage_param_elems_;  // parameters per GPU of each stage
+  std::vector<std::int64_t> stage_expert_elems_;  // of them, routed experts' (reduced over the expert-DP group)
   std::vector<double> stage_weight_bytes_;       // their weights' bytes (LayerGeometry::weight_bytes)
   std::int64_t boundary_bytes_ = 0;
   double peak_flops_per_ns_ = 0;  // BF16, x the sustained compute ratio
