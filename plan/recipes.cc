@@ -193,6 +193,7 @@ std::string megatron_bridge(const Facts& f) {
   if (c.fsdp == Fsdp::kMegatron) {
     set("ddp.use_megatron_fsdp", "true");
     set("ddp.data_parallel_sharding_strategy", std::string(to_string(c.data_parallel_sharding_strategy)));
+    set("checkpoint.ckpt_format", "fsdp_dtensor");  // Bridge asserts it with Megatron-FSDP when saving or loading
   } else {
     set("ddp.use_distributed_optimizer", c.distributed_optimizer ? "true" : "false");
   }
@@ -208,11 +209,27 @@ std::string megatron_bridge(const Facts& f) {
   return out;
 }
 
+// PyTorch's schedule for this layout, or empty with a note: none of that name, or a multi-stage one
+// (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV) on one stage per rank,
+// which PyTorch pipelining refuses (torchtitan: "requires at least 2 stages per rank").
+std::string_view pytorch_schedule(const Facts& f, const std::string& tool, const std::string& fallback, std::string& notes) {
+  if (f.c.pp <= 1) return {};
+  const std::string_view name = pytorch_schedule_name(f.schedule);
+  if (name.empty()) {
+    notes += "# note: " + tool + " (PyTorch pipelining) has no " + f.schedule + " schedule; " + fallback + "\n";
+    return {};
+  }
+  if (name != "GPipe" && name != "1F1B" && f.parts_per_rank < 2) {
+    notes += "# note: " + tool + "'s " + std::string(name) + " needs two or more stages per rank and this layout runs one; " + fallback + "\n";
+    return {};
+  }
+  return name;
+}
+
 std::string automodel_yaml(const Facts& f) {
   const ParallelConfig& c = f.c;
   std::string notes;
-  const std::string_view pytorch = pytorch_schedule_name(f.schedule);
-  if (c.pp > 1 && pytorch.empty()) notes += "# note: AutoModel (PyTorch pipelining) has no " + f.schedule + " schedule; pp_schedule left to its default\n";
+  const std::string_view pytorch = pytorch_schedule(f, "AutoModel", "pp_schedule left to its default", notes);
   if (c.fsdp == Fsdp::kNone) {
     notes += "# note: AutoModel shards data parallelism with FSDP2 (parameters too) where Megatron's distributed optimizer shards the "
              "optimizer state only\n";
@@ -249,8 +266,7 @@ std::string automodel_yaml(const Facts& f) {
 std::string torchtitan(const Facts& f) {
   const ParallelConfig& c = f.c;
   std::string notes;
-  const std::string_view pytorch = pytorch_schedule_name(f.schedule);
-  if (c.pp > 1 && pytorch.empty()) notes += "# note: torchtitan (PyTorch pipelining) has no " + f.schedule + " schedule; its default is used\n";
+  const std::string_view pytorch = pytorch_schedule(f, "torchtitan", "its default is used", notes);
   notes += "# note: torchtitan shards data parallelism with FSDP2 (ZeRO-3); the simulated layout used " +
            std::string(c.fsdp == Fsdp::kMegatron ? "Megatron-FSDP" : "Megatron's distributed optimizer (ZeRO-1)") + "\n";
   // torchtitan weighs the embedding and the output as *_stage_less_layers layers each when it splits the

@@ -62,6 +62,14 @@ std::vector<std::string> base_args(const Layout& l) {
   return {"--model", l.model, "--gpus", std::to_string(l.config.world), "--seq", std::to_string(l.config.seq_length)};
 }
 
+// PyTorch pipelining runs the schedule of that name: single-stage ones always, multi-stage ones only
+// with two or more stages per rank (plan/recipes.cc notes the rest).
+bool pytorch_runs(const Layout& l) {
+  const std::string_view name = plan::pytorch_schedule_name(l.schedule);
+  const std::size_t parts = l.stage_layers.size() / static_cast<std::size_t>(l.config.pp);
+  return !name.empty() && (name == "GPipe" || name == "1F1B" || parts >= 2);
+}
+
 bool megatron_runs(const Layout& l) { return l.schedule == "1f1b" || (l.schedule == "interleaved-1f1b" && l.config.vp > 1); }
 
 void expect_core(const ParallelConfig& got, const ParallelConfig& want, const std::string& what) {
@@ -153,7 +161,7 @@ void check_all(const Layout& l) {
   const Parsed am = parse(args);
   expect_core(am.resolved.config, l.config, "automodel:\n" + r.automodel_yaml);
   EXPECT_EQ(am.resolved.config.fsdp, l.config.fsdp == Fsdp::kNone ? Fsdp::kTorch : l.config.fsdp);
-  if (l.config.pp > 1 && !plan::pytorch_schedule_name(l.schedule).empty()) {
+  if (l.config.pp > 1 && pytorch_runs(l)) {
     EXPECT_EQ(am.schedule, l.schedule) << r.automodel_yaml;
   }
   if (l.config.recompute != Recompute::kSelective) {
@@ -180,7 +188,7 @@ void check_all(const Layout& l) {
   EXPECT_EQ(t["training"]["seq_len"].value_or(0), l.config.seq_length);
   if (l.config.pp > 1) {
     EXPECT_EQ(par["pipeline_parallel_microbatch_size"].value_or(0), l.config.mbs);
-    if (!plan::pytorch_schedule_name(l.schedule).empty()) {
+    if (pytorch_runs(l)) {
       EXPECT_EQ(find_schedule(par["pipeline_parallel_schedule"].value_or(std::string())).name, l.schedule);
     }
     // torchtitan's stage count: ceil((layers + first_less + last_less) / layers_per_stage), each *_less
@@ -286,6 +294,16 @@ TEST(Recipes, UnevenSplitGoesThroughTheLayoutString) {
   check_all(layout("llama3-8b", {.tp = 1, .pp = 3, .world = 3, .gbs = 12, .seq_length = 4096}, "1f1b"));
   // Interleaved with an uneven split: the layout string alone (Megatron derives vp from it).
   check_all(layout("llama3.1-405b", {.tp = 8, .pp = 8, .vp = 4, .world = 512, .gbs = 512, .seq_length = 8192}, "interleaved-1f1b"));
+}
+
+// zb-h1 at one stage per rank: PyTorch's InterleavedZeroBubble refuses it; the recipes say so.
+TEST(Recipes, MultiStagePytorchSchedulesNeedTwoStagesPerRank) {
+  const Layout l = layout("llama3-70b", {.tp = 4, .pp = 4, .vp = 1, .world = 32, .gbs = 64, .seq_length = 8192}, "zb-h1");
+  check_all(l);
+  const plan::Recipes r = plan::make_recipes(model_preset(l.model), l.config, l.schedule, l.stage_layers);
+  EXPECT_NE(r.torchtitan.find("# note: torchtitan's InterleavedZeroBubble needs two or more stages per rank"), std::string::npos) << r.torchtitan;
+  EXPECT_EQ(r.torchtitan.find("pipeline_parallel_schedule"), std::string::npos) << r.torchtitan;
+  EXPECT_EQ(r.automodel_yaml.find("pp_schedule:"), std::string::npos) << r.automodel_yaml;
 }
 
 TEST(Recipes, WithoutPipelineTheMicroBatchIsTorchtitansLocalBatch) {
