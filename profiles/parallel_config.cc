@@ -696,11 +696,16 @@ ParallelConfig parse_parallel_config(std::string_view json_text, std::string_vie
 
 nlohmann::json to_json(const ParallelConfig& c) { return detail::fields_to_json(kFields, c); }
 
-void apply_override(ParallelConfig& config, std::string_view raw_key, std::string_view value) {
+std::string canonical_parallel_key(std::string_view raw_key) {
   std::string key = detail::normalize_key(raw_key);
   for (const auto& [alias, canonical] : kAliases) {
     if (key == alias) key = std::string(canonical);
   }
+  return key;
+}
+
+void apply_override(ParallelConfig& config, std::string_view raw_key, std::string_view value) {
+  const std::string key = canonical_parallel_key(raw_key);
   const Field* field = detail::find_field(kFields, key);
   if (field == nullptr) detail::throw_unknown_field("parallel", raw_key, parallel_keys());
   ParallelConfig c = config;

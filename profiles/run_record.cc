@@ -11,6 +11,8 @@
 #include <pipelab/profiles/model_spec.h>
 #include <pipelab/profiles/parallel_config.h>
 
+#include "field_table.h"
+
 
 namespace pipelab {
 
@@ -149,9 +151,6 @@ std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::s
       // An unknown key or an unparsable value is a bad row (exit 2), not a run left out of the fit: set
       // it on a default config or model here, where the row and column can be named. Rules that need the
       // whole run are checked when it is simulated.
-      if (std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& kv) { return kv.first == key; })) {
-        row.fail("settings", "'" + key + "' is given twice");
-      }
       try {
         if (key.starts_with("model.")) {
           ModelSpec probe;
@@ -164,6 +163,13 @@ std::vector<RunRecord> parse_run_records(std::string_view csv_text, const std::s
         // a well-formed value that breaks a rule on its own: judged with the whole run
       } catch (const InputError& e) {
         row.fail("settings", e.what());
+      }
+      // One field once, however it is spelled (recompute / recompute_granularity, num-layers / num_layers).
+      const auto field = [](const std::string& k) {
+        return k.starts_with("model.") ? "model." + detail::normalize_key(k.substr(6)) : canonical_parallel_key(k);
+      };
+      if (std::any_of(r.settings.begin(), r.settings.end(), [&](const auto& kv) { return field(kv.first) == field(key); })) {
+        row.fail("settings", "'" + key + "' sets a field given before in this cell");
       }
       r.settings.emplace_back(key, value);
     }

@@ -128,7 +128,11 @@ TEST(RunRecords, BadSettingsNameTheLineAndColumn) {
   EXPECT_EQ(error_of("recompute=sometimes"), "runs.csv:2: column settings: recompute='sometimes' must be one of: none, selective, full");
   EXPECT_EQ(error_of("model.num_layers=abc"), "runs.csv:2: column settings: num_layers=abc: expected an integer");
   EXPECT_THAT(error_of("model.num_layer=4"), ::testing::HasSubstr("runs.csv:2: column settings: unknown model field 'num_layer'"));
-  EXPECT_EQ(error_of("recompute=full recompute=none"), "runs.csv:2: column settings: 'recompute' is given twice");
+  EXPECT_EQ(error_of("recompute=full recompute=none"), "runs.csv:2: column settings: 'recompute' sets a field given before in this cell");
+  EXPECT_EQ(error_of("recompute=full recompute_granularity=none"),
+            "runs.csv:2: column settings: 'recompute_granularity' sets a field given before in this cell");
+  EXPECT_EQ(error_of("model.num_layers=16 model.num-layers=8"),
+            "runs.csv:2: column settings: 'model.num-layers' sets a field given before in this cell");
   EXPECT_EQ(error_of("recompute=full model.num-layers=16 tp_comm_overlap=true"), "no error");
 }
 

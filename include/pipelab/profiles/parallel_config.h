@@ -242,6 +242,10 @@ std::vector<int> parse_int_list(std::string_view key, std::string_view text);
 /// has pp stages, each held twice, so fixed-vp schedules keep their own.
 int vp_from_layout(const ParallelConfig& config);
 
+/// The field a key names: '-' or '_' separated, Megatron's long names resolved (apply_override's keys);
+/// unchecked (an unknown key comes back normalized).
+std::string canonical_parallel_key(std::string_view key);
+
 /// Sets one field from a command-line string. Keys: the JSON names and Megatron's long names
 /// (tensor_model_parallel_size, pipeline_model_parallel_size, virtual_pipeline_model_parallel_size,
 /// context_parallel_size, expert_model_parallel_size, data_parallel_size, micro_batch_size,
