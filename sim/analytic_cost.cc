@@ -812,10 +812,13 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   };
   // Dense parameters over DP x CP (TP fastest in the rank order); routed experts over the expert-DP
   // group, TP x CP x DP / (EP x ETP) ranks EP x ETP apart (Megatron's expert grid: ETP fastest, then EP).
-  // The last bucket (the tail) holds the word embedding: dense.
+  // Bucketed (stage 0 with the overlap, last_bucket_bytes), the last bucket (the tail) holds the word
+  // embedding: dense. Otherwise the stage is one bucket: its tail is the whole reduction.
+  const bool last_bucket_only = tail && c.overlap_grad_reduce && stage == 0;
   const double weight_per_elem = all > 0 ? stage_weight_bytes_[s] / all : 0;
-  const double dense_bytes = tail ? static_cast<double>(reduce_grad_tail_bytes(stage)) : (all - experts) * grad_bytes;
-  const double expert_bytes = tail ? 0 : experts * grad_bytes;
+  const double dense_total = (all - experts) * grad_bytes;
+  const double dense_bytes = last_bucket_only ? std::min(static_cast<double>(reduce_grad_tail_bytes(stage)), dense_total) : dense_total;
+  const double expert_bytes = last_bucket_only ? 0 : experts * grad_bytes;
   const int expert_group = c.expert_dp();
   return reduce(dense_bytes, (all - experts) * weight_per_elem, c.dp * c.cp, layout_.group_link(c.tp, c.dp * c.cp)) +
          reduce(expert_bytes, experts * weight_per_elem, expert_group, layout_.group_link(c.ep * c.expert_tp(), expert_group));

@@ -122,6 +122,7 @@ TEST(AnalyticCost, ExpertGradientsAreReducedOverTheExpertDataParallelGroup) {
   const double dense = static_cast<double>(cost.reduce_grad_bytes(0)) - 2.0 * static_cast<double>(params.experts);
   const double by_hand = gpu.nvlink_latency_ns + dense / 2 / (gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency);
   EXPECT_NEAR(static_cast<double>(cost.reduce_grad_ns(0, 0)), by_hand, 2);
+  EXPECT_EQ(cost.reduce_grad_tail_ns(0, 0), cost.reduce_grad_ns(0, 0));  // one bucket: the tail is all of it
   // Expert data parallelism of 2 (EP2): the experts' gradients move too, after the dense ones.
   ParallelConfig ep2 = c;
   ep2.ep = 2;
