@@ -1,6 +1,7 @@
 // `pipelab simulate` and `pipelab compare`: one configuration, one schedule or several side by side.
 #include <algorithm>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <string>
 #include <set>
@@ -130,12 +131,10 @@ void add_compare_command(CLI::App& root, int& exit_code) {
     print_config_line(std::cout, resolved);
     const std::vector<std::string> names = split_comma_list(o->schedules);
     if (names.empty()) throw InputError("--schedules is empty; valid schedules: " + schedule_names());
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      for (std::size_t j = 0; j < i; ++j) {
-        if (find_schedule(names[j]).name == find_schedule(names[i]).name) {
-          throw InputError("--schedules lists " + find_schedule(names[i]).name + " twice ('" + names[j] + "', '" + names[i] + "')");
-        }
-      }
+    std::map<std::string, std::string> listed;  // canonical name -> the name given
+    for (const std::string& name : names) {
+      const auto [first, fresh] = listed.emplace(find_schedule(name).name, name);
+      if (!fresh) throw InputError("--schedules lists " + first->first + " twice ('" + first->second + "', '" + name + "')");
     }
     reports::ReportInput result{.kind = "compare",
                                 .config = config_json(resolved.model, resolved.gpu, resolved.config, o->config.cost)};

@@ -59,18 +59,28 @@ bool merges_forward_backward(std::string_view schedule, const ParallelConfig& co
   return config.overlap_moe_expert_parallel_comm && config.ep > 1 && one_f_one_b && (config.pp == 1 || vp > 1);
 }
 
+namespace {
+
+// The chunks per rank a schedule runs: its own when fixed; else the vp asked for, a layout string's
+// (its stages / pp, as Megatron derives it), or its default.
+int chunks_per_rank(const ScheduleInfo& info, const ParallelConfig& config) {
+  if (info.fixed_vp) return info.default_vp;
+  const int asked = config.vp > 0 ? config.vp : vp_from_layout(config);
+  return asked > 0 ? asked : info.default_vp;
+}
+
+}  // namespace
+
 SimulationOutcome simulate_config(const SimulationRequest& req) {
   SimulationOutcome out;
   const ScheduleInfo& info = find_schedule(req.schedule);
   out.schedule = info.name;
   ParallelConfig config = req.config;
-  // A schedule that takes any vp runs a layout string's (its stages / pp) when none is given, as Megatron.
-  const int asked_vp = config.vp > 0 || info.fixed_vp ? config.vp : vp_from_layout(config);
-  if (info.fixed_vp && asked_vp > 0 && asked_vp != info.default_vp) {
+  if (info.fixed_vp && config.vp > 0 && config.vp != info.default_vp) {
     throw ConfigError(info.name + " uses exactly " + std::to_string(info.default_vp) + " chunks per rank, got vp=" +
-                      std::to_string(asked_vp));
+                      std::to_string(config.vp));
   }
-  const int vp = info.fixed_vp || asked_vp <= 0 ? info.default_vp : asked_vp;
+  const int vp = chunks_per_rank(info, config);
   out.lowered = req.lowered ? req.lowered : std::make_shared<const Schedule>(lowered_schedule(req));
   const Schedule& run = *out.lowered;
   const PipelineShape& shape = run.shape;
@@ -167,8 +177,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
 Schedule lowered_schedule(const SimulationRequest& req) {
   const ScheduleInfo& info = find_schedule(req.schedule);
   const ParallelConfig& config = req.config;
-  const int asked_vp = config.vp > 0 || info.fixed_vp ? config.vp : vp_from_layout(config);
-  const int vp = info.fixed_vp || asked_vp <= 0 ? info.default_vp : asked_vp;
+  const int vp = chunks_per_rank(info, config);
   Schedule compute = make_schedule(info.name, {config.pp, vp, config.microbatches(), 0});
   if (merges_forward_backward(info.name, config, vp)) compute = overlap_forward_backward(compute);
   Schedule lowered = add_send_recv(compute);
