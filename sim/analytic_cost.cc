@@ -291,7 +291,7 @@ AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
   const bool quantized = quantized_layer(layer);
   const double qkv_ns = linear_ns(lf.qkv, 1, quantized);
   const double full = g.tokens() * w.hidden * kBf16Bytes;
-  const Link link = layout_.group_link(1, c.tp);
+  const Link link = layout_.ring_link(1, c.tp);
   const double ring = static_cast<double>(c.tp - 1) / c.tp;
   // The column-parallel GEMMs (QKV, dense FC1) and their sizes. A MoE layer's routed experts move
   // their tokens through the dispatcher (its expert-TP gathers included: moe_dispatch.cc); only its
@@ -473,7 +473,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   double cp_ring_f_ns = 0, cp_ring_i_ns = 0, cp_ring_f_launch_ns = 0, cp_ring_i_launch_ns = 0;
   if (c.cp > 1) {
     const double kv_local = (w.key + w.value) / c.tp;
-    const Link link = layout_.group_link(c.tp, c.cp);
+    const Link link = layout_.group_link(c.tp, c.cp);  // p2p ring hops and all-to-alls: each GPU's own link
     const double gathered = tokens * kv_local * kBf16Bytes * (c.cp - 1);
     // Q, K, V and the output through one Ulysses all-to-all group of `size` ranks.
     const auto a2a_ns = [&](int size, const Link& group) {
@@ -486,7 +486,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
         cp_backward_ns = std::max(0.0, 2 * collective_ns(gathered, c.cp - 1, link) - attention.backward);
         break;
       case CpCommType::kAllGather:
-        fwd.cp_comm_ns = collective_ns(gathered, c.cp - 1, link);
+        fwd.cp_comm_ns = collective_ns(gathered, c.cp - 1, layout_.ring_link(c.tp, c.cp));
         cp_backward_ns = 2 * fwd.cp_comm_ns;
         break;
       case CpCommType::kA2a:
@@ -595,7 +595,7 @@ double AnalyticCost::fsdp_layer_ns(int layer, bool gradients) const {
   const auto shard = [&](double elems, int ranks, int stride) {
     const int group = std::max(1, ranks / c.num_distributed_optimizer_instances);
     if (group <= 1 || elems <= 0) return 0.0;
-    return collective_ns(elems * per_elem * (group - 1) / group, group - 1, layout_.group_link(stride, group));
+    return collective_ns(elems * per_elem * (group - 1) / group, group - 1, layout_.ring_link(stride, group));
   };
   return shard(total - experts, c.dp * c.cp, c.tp) + shard(experts, c.expert_dp(), c.ep * c.expert_tp());
 }
@@ -820,8 +820,8 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   const double dense_bytes = last_bucket_only ? std::min(static_cast<double>(reduce_grad_tail_bytes(stage)), dense_total) : dense_total;
   const double expert_bytes = last_bucket_only ? 0 : experts * grad_bytes;
   const int expert_group = c.expert_dp();
-  return reduce(dense_bytes, (all - experts) * weight_per_elem, c.dp * c.cp, layout_.group_link(c.tp, c.dp * c.cp)) +
-         reduce(expert_bytes, experts * weight_per_elem, expert_group, layout_.group_link(c.ep * c.expert_tp(), expert_group));
+  return reduce(dense_bytes, (all - experts) * weight_per_elem, c.dp * c.cp, layout_.ring_link(c.tp, c.dp * c.cp)) +
+         reduce(expert_bytes, experts * weight_per_elem, expert_group, layout_.ring_link(c.ep * c.expert_tp(), expert_group));
 }
 
 }  // namespace pipelab::sim

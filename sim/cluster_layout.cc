@@ -30,4 +30,13 @@ Link ClusterLayout::group_link(long stride, int group) const {
   return same_node(first, last) ? nvlink() : nic();
 }
 
+Link ClusterLayout::ring_link(long stride, int group) const {
+  Link link = group_link(stride, group);
+  if (link.nvlink) return link;
+  // Members of the group on one node (the group's ranks are stride apart from a node boundary).
+  const long per_node = std::clamp(gpus_per_node_ / std::max(1L, stride), 1L, static_cast<long>(group));
+  link.bandwidth_gbps = std::min(gpu_.nvlink_bandwidth_gbps, static_cast<double>(per_node) * gpu_.nic_bandwidth_gbps);
+  return link;
+}
+
 }  // namespace pipelab::sim

@@ -69,7 +69,7 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
     // reduce-scatter in the combine: ring traffic T h (G - 1) per GPU, independent of k and of the
     // routing (only the experts' picking follows the busiest rank's load).
     const int group = c.ep * etp;
-    const Link link = layout.group_link(1, group);
+    const Link link = layout.ring_link(1, group);
     (link.nvlink ? out.nvlink_bytes : out.nic_bytes) = tokens * token_bytes * (group - 1);
     // The experts pick their tokens out of the gathered set and scatter them back.
     out.permute_bytes = skew * 2 * copies * token_bytes;
@@ -108,7 +108,7 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
   // Expert tensor parallelism: the dispatched copies are all-gathered over ETP after the transfer
   // (reduce-scattered in the combine): each rank's `copies` rows become etp x copies, a ring moving
   // (etp - 1) x its own rows through every rank's link.
-  if (etp > 1) out.comm_ns += collective_ns(skew * copies * token_bytes * (etp - 1), etp - 1, layout.group_link(1, etp), efficiency);
+  if (etp > 1) out.comm_ns += collective_ns(skew * copies * token_bytes * (etp - 1), etp - 1, layout.ring_link(1, etp), efficiency);
   return out;
 }
 

@@ -823,6 +823,24 @@ TEST(AnalyticCost, PipelineNeighboursAcrossNodesUseTheNic) {
   EXPECT_EQ(across.p2p_ns(bytes, 0, 1), std::llround(gpu.nic_latency_ns + bytes / gpu.nic_bandwidth_gbps));
 }
 
+// A ring collective across nodes runs one ring per NIC (NCCL): a node's members of the group cross
+// at their NICs' summed bandwidth, at most NVLink's. tp=2, dp=8 on two 8-GPU nodes: the DP group has 4
+// members per node, so its reduce-scatter runs at 4 x the NIC; at tp=8 one member per node, the NIC.
+TEST(AnalyticCost, RingsAcrossNodesUseEveryMembersNicByHand) {
+  const ModelSpec m = model_preset("llama3-8b");
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const Schedule s = make_schedule("1f1b", {1, 1, 8, 0});
+  for (const auto& [tp, per_node] : {std::pair{2, 4}, std::pair{8, 1}}) {
+    ParallelConfig c = layout(m, tp, 1, 8, 1, 8);
+    c.overlap_grad_reduce = false;  // one bucket: the reduction by itself
+    const sim::AnalyticCost cost(m, gpu, c, s.shape);
+    const double bytes = static_cast<double>(cost.reduce_grad_bytes(0));
+    const double bandwidth = std::min(gpu.nvlink_bandwidth_gbps, per_node * gpu.nic_bandwidth_gbps) * gpu.collective_efficiency;
+    EXPECT_NEAR(static_cast<double>(cost.reduce_grad_ns(0, 0)), 7 * gpu.nic_latency_ns + bytes * 7 / 8 / bandwidth, 2) << tp;
+  }
+  // Point-to-point neighbours across nodes keep one NIC (PipelineNeighboursAcrossNodesUseTheNic).
+}
+
 TEST(AnalyticCost, RecomputeMakesTheInputGradSlower) {
   const ModelSpec m = model_preset("llama3-8b");
   const Schedule s = make_schedule("1f1b", {2, 1, 4, 0});
