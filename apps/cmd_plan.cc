@@ -100,6 +100,7 @@ reports::Summary summary_of(const plan::PlanPoint& p) {
           .exposed_ep_comm_ns = std::llround(p.in_action_comm.ep_ns),
           .exposed_cp_comm_ns = std::llround(p.in_action_comm.cp_ns),
           .exposed_fsdp_comm_ns = std::llround(p.in_action_comm.fsdp_ns),
+          .exposed_offload_ns = std::llround(p.in_action_comm.offload_ns),
           .optimizer_step_ns = p.optimizer_step_ns};
 }
 

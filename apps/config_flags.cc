@@ -45,6 +45,7 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (scales its traffic and expert GEMMs)"},
     {"--moe-expert-capacity-factor", "moe_expert_capacity_factor", "An expert's capacity / the mean tokens; tokens beyond it are dropped (default: dropless)"},
     {"--cross-entropy-fusion-impl", "cross_entropy_fusion_impl", "With --cross-entropy-loss-fusion: native (default) | te (Transformer Engine 2.18 on) | te_inplace (TE before 2.18) (docs/simulator.md, \"Cross-entropy\")"},
+    {"--cpu-offloading-num-layers", "cpu_offloading_num_layers", "Activation CPU offloading: the first N decoder layers' activations in host memory (pp=1, no recompute; docs/simulator.md)"},
     {"--cp-comm-type", "cp_comm_type", "p2p (default: ring hidden behind attention) | all_gather | a2a (Ulysses) | a2a+p2p (with --hierarchical-context-parallel-sizes)"},
 };
 struct LayoutSwitch {
@@ -178,6 +179,8 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--optimizer-offload-fraction", c.optimizer_offload_fraction,
                   "With --optimizer-cpu-offload: share of the optimizer state in host memory (0..1, default 1)")
       ->check(CLI::Range(0.0, 1.0));
+  // Megatron's switch; --cpu-offloading-num-layers N > 0 turns offloading on alone (arguments.py).
+  cmd->add_flag("--cpu-offloading", c.cpu_offloading, "Megatron's activation offload switch: offloads --cpu-offloading-num-layers layers");
   for (const LayoutSwitch& s : kLayoutSwitches) {
     const std::string field = s.field, value = s.value;
     cmd->add_flag_callback(s.flag, [&c, field, value] { c.parallel_overrides.emplace_back(field, value); }, s.help);
@@ -292,6 +295,9 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
     c.optimizer_offload_fraction = f.optimizer_offload_fraction.value_or(1.0);
   } else if (f.optimizer_offload_fraction) {
     std::cerr << "pipelab: warning: --optimizer-offload-fraction has no effect without --optimizer-cpu-offload (as in Megatron)\n";
+  }
+  if (f.cpu_offloading && c.cpu_offloading_num_layers == 0) {
+    std::cerr << "pipelab: warning: --cpu-offloading without --cpu-offloading-num-layers offloads no layer (as in Megatron)\n";
   }
   c.gbs = 1;  // placeholder so resolve() can run; set below once dp is known
   c = resolve(c, out.model);

@@ -30,6 +30,7 @@ struct ConfigFlags {
   bool softmax_stored = false;
   bool optimizer_cpu_offload = false;                  // --optimizer-cpu-offload
   std::optional<double> optimizer_offload_fraction;    // --optimizer-offload-fraction (Megatron's default 1)
+  bool cpu_offloading = false;                         // --cpu-offloading (the layer count is a layout option)
   // Megatron-named model and layout overrides, applied in command-line order (every config flag
   // triggers on parse): (field, value).
   std::vector<std::pair<std::string, std::string>> model_overrides;

@@ -57,6 +57,7 @@ const std::array kFields = {
     Field{"hbm_bandwidth_gbps", &GpuSpec::hbm_bandwidth_gbps, true},
     Field{"nvlink_bandwidth_gbps", &GpuSpec::nvlink_bandwidth_gbps, true},
     Field{"nic_bandwidth_gbps", &GpuSpec::nic_bandwidth_gbps, true},
+    Field{"host_link_bandwidth_gbps", &GpuSpec::host_link_bandwidth_gbps},  // absent = 0: activation offload not timed
     Field{"gpus_per_node", &GpuSpec::gpus_per_node, true},
     Field{"nvlink_latency_ns", &GpuSpec::nvlink_latency_ns, true},
     Field{"nic_latency_ns", &GpuSpec::nic_latency_ns, true},
@@ -195,6 +196,7 @@ void validate(const GpuSpec& g, std::string_view context) {
   within("hbm_bandwidth_gbps", g.hbm_bandwidth_gbps, kMinRate, kMaxRate);
   within("nvlink_bandwidth_gbps", g.nvlink_bandwidth_gbps, kMinRate, kMaxRate);
   within("nic_bandwidth_gbps", g.nic_bandwidth_gbps, kMinRate, kMaxRate);
+  if (g.host_link_bandwidth_gbps != 0) within("host_link_bandwidth_gbps", g.host_link_bandwidth_gbps, kMinRate, kMaxRate);  // 0: unknown
   within("gpus_per_node", g.gpus_per_node, 1, kMaxGpusPerNode);
   within("nvlink_latency_ns", g.nvlink_latency_ns, 0, kMaxLatencyNs);
   within("nic_latency_ns", g.nic_latency_ns, 0, kMaxLatencyNs);

@@ -157,6 +157,7 @@ const std::array kFields = {
     Field{"fp8_param_gather", &ParallelConfig::fp8_param_gather},
     Field{"fp4_param_gather", &ParallelConfig::fp4_param_gather},
     Field{"optimizer_offload_fraction", &ParallelConfig::optimizer_offload_fraction},
+    Field{"cpu_offloading_num_layers", &ParallelConfig::cpu_offloading_num_layers},
     Field{"fp8_recipe", &ParallelConfig::fp8_recipe},
     Field{"first_last_layers_bf16", &ParallelConfig::first_last_layers_bf16},
     Field{"num_layers_at_start_in_bf16", &ParallelConfig::num_layers_at_start_in_bf16},
@@ -364,6 +365,9 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     error("optimizer_offload_fraction", "fraction",
           "optimizer_offload_fraction=" + number_text(c.optimizer_offload_fraction) + " must be within [0, 1]");
   }
+  if (c.cpu_offloading_num_layers < 0) {
+    error("cpu_offloading_num_layers", "non_negative", "cpu_offloading_num_layers=" + str(c.cpu_offloading_num_layers) + " must be >= 0");
+  }
   if (!(c.moe_load_imbalance >= 1 && c.moe_load_imbalance <= 64)) {
     error("moe_load_imbalance", "range",
           "moe_load_imbalance=" + number_text(c.moe_load_imbalance) + " must be within [1, 64] (busiest rank's tokens / the mean)");
@@ -570,6 +574,35 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     warn("overlap_moe_expert_parallel_comm", "needs_vp",
          "overlap_moe_expert_parallel_comm with pp=" + str(c.pp) + " needs vp > 1 in Megatron (it merges F and B of adjacent "
          "microbatches): simulated without the overlap");
+  }
+
+  // Activation CPU offloading: Megatron's rules (TransformerConfig.__post_init__), and the host link it
+  // needs timed.
+  if (c.cpu_offloading_num_layers > 0) {
+    const int n = c.cpu_offloading_num_layers;
+    if (n >= m.num_layers) {
+      error("cpu_offloading_num_layers", "offload_fewer_than_all_layers",
+            "cpu_offloading_num_layers=" + str(n) + " must be less than num_layers=" + str(m.num_layers) +
+                " (Megatron: CPU offloading can be done only for layers less than num_layers)");
+    } else if (n == m.num_layers - 1) {
+      warn("cpu_offloading_num_layers", "offload_leaves_one_layer",
+           "cpu_offloading_num_layers=" + str(n) + " of " + str(m.num_layers) +
+               " layers leaves one layer's activations on the GPU: compute waits for every copy (Transformer Engine "
+               "advises num_layers - 2 or fewer)");
+    }
+    if (c.pp > 1) {
+      error("cpu_offloading_num_layers", "offload_needs_pp1",
+            "cpu_offloading_num_layers needs pp=1, got pp=" + str(c.pp) + " (Megatron: no pipeline parallelism with CPU offloading)");
+    }
+    if (c.recompute != Recompute::kNone) {
+      error("cpu_offloading_num_layers", "offload_excludes_recompute",
+            "cpu_offloading_num_layers excludes recompute, got recompute=" + std::string(to_string(c.recompute)) +
+                " (Megatron: CPU offloading does not work when activation recomputation is enabled)");
+    }
+    if (!(gpu.host_link_bandwidth_gbps > 0)) {
+      error("cpu_offloading_num_layers", "offload_needs_host_link",
+            "cpu_offloading_num_layers needs the GPU's host link: '" + gpu.name + "' has no host_link_bandwidth_gbps");
+    }
   }
 
   // Recompute options belong to one granularity each.

@@ -1,8 +1,10 @@
 // CSV renderers: a summary row per (input, schedule, timeline) with every summary metric as the
 // result wrote it (no unit conversion), and one row per timeline event.
+#include <algorithm>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "csv.h"
 
@@ -37,11 +39,15 @@ std::string optional_number(const std::optional<double>& v) { return v ? json_nu
 
 std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
   std::ostringstream os;
+  // A failed schedule leaves every result column empty: one comma per column of kResultColumns.
+  constexpr std::string_view kResultColumns =
+      "makespan_ns,bubble_ratio,tflops_per_gpu,mfu,tokens_per_s_per_gpu,max_peak_memory_bytes,peak_memory_bytes,"
+      "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration,pipeline_bubble_ratio,stage_imbalance,"
+      "exposed_pp_comm_ns,exposed_dp_comm_ns,other_idle_ns,exposed_tp_comm_ns,exposed_ep_comm_ns,exposed_cp_comm_ns,"
+      "exposed_fsdp_comm_ns,exposed_offload_ns,span_bubble_rate,optimizer_step_ns,";
+  const std::string no_results(static_cast<std::size_t>(std::count(kResultColumns.begin(), kResultColumns.end(), ',')), ',');
   os << "input,kind,schedule,source,status,error,model,gpu,tp,pp,vp,cp,ep,dp,gpus,mbs,gbs,microbatches,seq_length,"
-        "makespan_ns,bubble_ratio,tflops_per_gpu,mfu,tokens_per_s_per_gpu,max_peak_memory_bytes,peak_memory_bytes,"
-        "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration,pipeline_bubble_ratio,stage_imbalance,"
-        "exposed_pp_comm_ns,exposed_dp_comm_ns,other_idle_ns,exposed_tp_comm_ns,exposed_ep_comm_ns,exposed_cp_comm_ns,"
-        "exposed_fsdp_comm_ns,span_bubble_rate,optimizer_step_ns,iterations\n";
+     << kResultColumns << "iterations\n";
   for (const ReportInput& in : inputs) {
     const auto& c = in.config;
     // The vp cell is each schedule's own chunks per rank (a fixed-vp schedule runs with its own).
@@ -57,7 +63,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
       const std::string config_fields = before_vp.str() + "," + (s.vp > 0 ? std::to_string(s.vp) : config_vp) + after_vp.str();
       if (s.failed()) {
         os << lead << csv_field(s.schedule) << ",,error," << csv_field(s.error) << "," << config_fields
-           << ",,,,,,,,,,,,,,,,,,,,,,,," << config_iterations(c) << "\n";
+           << "," << no_results << config_iterations(c) << "\n";
         continue;
       }
       for (const TimelineResult& run : s.runs) {
@@ -73,7 +79,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
            << json_number(m.model_flops) << "," << m.tokens_per_iteration << "," << json_number(m.pipeline_bubble_ratio) << ","
            << json_number(m.stage_imbalance) << "," << m.exposed_pp_comm_ns << "," << m.exposed_dp_comm_ns << "," << m.other_idle_ns
            << "," << m.exposed_tp_comm_ns << "," << m.exposed_ep_comm_ns << "," << m.exposed_cp_comm_ns << ","
-           << m.exposed_fsdp_comm_ns << "," << json_number(m.span_bubble_rate) << "," << m.optimizer_step_ns << ","
+           << m.exposed_fsdp_comm_ns << "," << m.exposed_offload_ns << "," << json_number(m.span_bubble_rate) << "," << m.optimizer_step_ns << ","
            << config_iterations(c) << "\n";
       }
     }

@@ -11,6 +11,7 @@
 
 #include "pipelab/base/limits.h"
 #include "pipelab/profiles/flops.h"
+#include "pipelab/sim/activation_offload.h"
 #include "pipelab/sim/cross_entropy.h"
 #include "pipelab/sim/moe_dispatch.h"
 #include "pipelab/sim/stage_layers.h"
@@ -107,6 +108,7 @@ CpRingWork cp_ring_work(int ring, double q, double k, double v, double ns_per_by
 
 PassCost& PassCost::operator+=(const PassCost& o) {
   dp_comm_ns += o.dp_comm_ns;
+  offload_ns += o.offload_ns;
   gemm_ns += o.gemm_ns;
   attention_ns += o.attention_ns;
   elementwise_ns += o.elementwise_ns;
@@ -121,7 +123,7 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   return *this;
 }
 
-AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const GpuSpec& gpu, const PipelineShape& shape)
+AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const GpuSpec& gpu, const PipelineShape& shape, MemoryOptions memory)
     : geometry_(std::move(geometry)), gpu_(gpu), layout_(geometry_->config(), gpu) {
   const LayerGeometry& g = *geometry_;
   const ParallelConfig& cfg = g.config();
@@ -163,8 +165,14 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     if (!kind) kind = StageCost{layer_pass(l, Pass::F, full), layer_pass(l, Pass::I, full), layer_pass(l, Pass::W, full)};
     return *kind;
   };
+  // Activation CPU offloading (pp = 1: one stage of every layer): its copies' bytes, as the memory
+  // model sizes what a layer keeps, over the host link (GB/s = bytes/ns).
+  const std::optional<MemoryModel> offload_sizes =
+      cfg.cpu_offloading_num_layers > 0 ? std::optional<MemoryModel>(std::in_place, geometry_, shape, memory) : std::nullopt;
+  std::vector<OffloadLayer> offload_layers;
   for (const LayerRange& range : stage_layers(g.model(), cfg, shape)) {
     StageCost c;
+    offload_layers.clear();
     for (int i = 0; i < range.count; ++i) {
       // Full recompute: every layer (uniform), or a chunk's first recompute_num_layers (block).
       const bool full = cfg.recompute == Recompute::kFull &&
@@ -174,6 +182,18 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       c.f += layer.f;
       c.i += layer.i;
       c.w += layer.w;
+      if (offload_sizes) {
+        const int l = range.first + i;
+        const double copy = l < cfg.cpu_offloading_num_layers
+                                ? static_cast<double>(offload_sizes->layer_activation_bytes(l)) / gpu.host_link_bandwidth_gbps
+                                : 0;
+        offload_layers.push_back({layer.f.total_ns(), layer.i.total_ns() + layer.w.total_ns(), copy});
+      }
+    }
+    if (!offload_layers.empty()) {
+      const OffloadStall stall = activation_offload_stall(offload_layers);
+      c.f.offload_ns += stall.forward_ns;
+      c.i.offload_ns += stall.backward_ns;
     }
     if (range.has_embedding) {
       c.f += embedding_pass(Pass::F);
@@ -203,8 +223,8 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.w_flops = c.w.flops;
     t.f_compute_ns = c.f.compute_ns();
     t.b_compute_ns = b.compute_ns();
-    t.f_exposed_comm_ns = c.f.tp_comm_ns + c.f.cp_comm_ns + c.f.dp_comm_ns;
-    t.b_exposed_comm_ns = b.tp_comm_ns + b.cp_comm_ns + b.dp_comm_ns;
+    t.f_exposed_comm_ns = c.f.tp_comm_ns + c.f.cp_comm_ns + c.f.dp_comm_ns + c.f.offload_ns;
+    t.b_exposed_comm_ns = b.tp_comm_ns + b.cp_comm_ns + b.dp_comm_ns + b.offload_ns;
     t.f_ep_ns = c.f.ep_comm_ns;
     t.f_host_gap_ns = c.f.ep_host_gap_ns;
     t.b_ep_ns = b.ep_comm_ns;
@@ -710,12 +730,13 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
     add(kNonExpert, attention, 0, 0);
   }
   add(kOtherComm, other, other, other);
+  add("activation offload", p.offload_ns, p.offload_ns, p.offload_ns);
   return out;
 }
 
 namespace {
 
-InActionComm pass_comm(const PassCost& p) { return {p.tp_comm_ns, p.ep_comm_ns, p.cp_comm_ns, p.dp_comm_ns}; }
+InActionComm pass_comm(const PassCost& p) { return {p.tp_comm_ns, p.ep_comm_ns, p.cp_comm_ns, p.dp_comm_ns, p.offload_ns}; }
 
 }  // namespace
 
@@ -737,7 +758,7 @@ InActionComm AnalyticCost::in_action_comm(int, const Action& a) const {
       out += pass_comm(b.w);
       // Derived from overlap_ns so the parts and the unit's duration cannot disagree.
       const double compute = totals_[static_cast<std::size_t>(a.stage)].f_compute_ns + totals_[static_cast<std::size_t>(a.b_stage)].b_compute_ns;
-      out.ep_ns = std::max(0.0, overlap_ns(a.stage, a.b_stage) - compute - out.tp_ns - out.cp_ns - out.fsdp_ns);
+      out.ep_ns = std::max(0.0, overlap_ns(a.stage, a.b_stage) - compute - out.tp_ns - out.cp_ns - out.fsdp_ns - out.offload_ns);
       return out;
     }
     default: return out;

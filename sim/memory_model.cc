@@ -57,6 +57,10 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
           act.largest_layer = std::max(act.largest_layer, static_cast<std::int64_t>(g.hidden_state_bytes()));
         }
         act.allocated_by_input_grad += layer.stash;
+      } else if (range.first + i < c.cpu_offloading_num_layers) {
+        // Offloaded to host memory (pp = 1: the stage starts at layer 0): the GPU holds only the
+        // other layers' sets, at most L - N at any time (activation_offload.h).
+        continue;
       } else {
         act.bytes += layer.stored;
         act.freed_by_input_grad += layer.stored - layer.stash;

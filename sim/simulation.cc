@@ -26,7 +26,7 @@ InActionComm mean_in_action_comm(const Timeline& t, const CostModel& cost) {
   }
   if (t.ranks.empty()) return sum;
   const double n = static_cast<double>(t.ranks.size());
-  return {sum.tp_ns / n, sum.ep_ns / n, sum.cp_ns / n, sum.fsdp_ns / n};
+  return {sum.tp_ns / n, sum.ep_ns / n, sum.cp_ns / n, sum.fsdp_ns / n, sum.offload_ns / n};
 }
 
 // The cost model's phases of each compute action kind on the timeline (each asked once), in order
@@ -113,6 +113,13 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
                            "of adjacent microbatches): " + info.name + " runs without it" +
                            (info.name.starts_with("dualpipe") ? " (its own F&B units already overlap EP traffic)" : ""));
   }
+  if (config.cpu_offloading_num_layers > 0 && (info.name != "1f1b" || merges_forward_backward(info.name, config, vp))) {
+    // Transformer Engine offloads one microbatch's forward and reloads it for that microbatch's
+    // backward, as Megatron's no-pipelining schedule (1f1b at pp=1) runs them.
+    throw ConfigError("cpu_offloading_num_layers is modelled with schedule 1f1b at pp=1 (one microbatch's forward, then its "
+                      "backward), without overlap_moe_expert_parallel_comm; got " + info.name +
+                      (merges_forward_backward(info.name, config, vp) ? " with overlap_moe_expert_parallel_comm" : ""));
+  }
   config.vp = vp;
   out.config = config;
   if (!uniform && !req.ranking_only) out.pipeline_layout = resolve_pipeline_layout(split, req.model, shape.stages_per_chain()).layout.to_megatron();
@@ -124,7 +131,7 @@ SimulationOutcome simulate_config(const SimulationRequest& req) {
   if (req.make_cost) {
     cost = req.make_cost(shape);
   } else if (req.cost_model == CostModelKind::Analytic) {
-    cost = std::make_unique<AnalyticCost>(geometry, req.gpu, shape);
+    cost = std::make_unique<AnalyticCost>(geometry, req.gpu, shape, req.memory);
   } else {
     cost = std::make_unique<UniformCost>(req.uniform);
     out.hardware_figures = false;

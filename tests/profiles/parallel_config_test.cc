@@ -273,6 +273,32 @@ TEST_F(ParallelRules, CapacityFactorCapsOrPadsTheBusiestExperts) {
   EXPECT_TRUE(has_rule(check(c, qwen, gpu_preset("h100-sxm")).errors, "moe_expert_capacity_factor", "range"));
 }
 
+// Megatron's rules for activation CPU offloading, and the host link pipelab times it on.
+TEST_F(ParallelRules, CpuOffloadingFollowsMegatronsRules) {
+  const ModelSpec llama = model_preset("llama3-8b");  // 32 layers
+  ParallelConfig c{.tp = 1, .pp = 1, .dp = 8, .mbs = 1, .gbs = 8, .seq_length = 8192};
+  c.cpu_offloading_num_layers = 16;
+  c = resolve(c, llama);
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  EXPECT_TRUE(check(c, llama, gpu).ok()) << all_messages(check(c, llama, gpu).errors);
+  c.cpu_offloading_num_layers = 31;
+  EXPECT_TRUE(has_rule(check(c, llama, gpu).warnings, "cpu_offloading_num_layers", "offload_leaves_one_layer"));
+  c.cpu_offloading_num_layers = 32;
+  EXPECT_THAT(all_messages(check(c, llama, gpu).errors), HasSubstr("cpu_offloading_num_layers=32 must be less than num_layers=32"));
+  c.cpu_offloading_num_layers = -1;
+  EXPECT_TRUE(has_rule(check(c, llama, gpu).errors, "cpu_offloading_num_layers", "non_negative"));
+  c.cpu_offloading_num_layers = 16;
+  c.recompute = Recompute::kSelective;
+  EXPECT_TRUE(has_rule(check(c, llama, gpu).errors, "cpu_offloading_num_layers", "offload_excludes_recompute"));
+  c.recompute = Recompute::kNone;
+  gpu.host_link_bandwidth_gbps = 0;
+  EXPECT_THAT(all_messages(check(c, llama, gpu).errors), HasSubstr("'h100-sxm' has no host_link_bandwidth_gbps"));
+  gpu = gpu_preset("h100-sxm");
+  c.pp = 2;
+  c.dp = 4;
+  EXPECT_THAT(all_messages(check(c, llama, gpu).errors), HasSubstr("cpu_offloading_num_layers needs pp=1, got pp=2"));
+}
+
 TEST_F(ParallelRules, RequireValidJoinsEveryError) {
   ParallelConfig c = good_config();
   c.stage_layers = {80};

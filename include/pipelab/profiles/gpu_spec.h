@@ -51,6 +51,7 @@ struct GpuSpec {
   double hbm_bandwidth_gbps = 0;
   double nvlink_bandwidth_gbps = 0;  // per GPU per direction
   double nic_bandwidth_gbps = 0;     // per GPU per direction
+  double host_link_bandwidth_gbps = 0;  // GPU <-> host memory, per GPU per direction (PCIe or NVLink-C2C); 0 = unknown
   int gpus_per_node = 8;             // GPUs sharing one NVLink domain (72 for GB200 NVL72)
   double nvlink_latency_ns = 0;      // per-message alpha of an NVLink transfer (NCCL level)
   double nic_latency_ns = 0;         // per-message alpha across the scale-out network

@@ -113,6 +113,10 @@ struct ParallelConfig {
   std::optional<bool> fp8_param_gather;         // unset: on with precision fp8 and a sharded optimizer or FSDP
   std::optional<bool> fp4_param_gather;         // unset: on with precision nvfp4 and a sharded optimizer or FSDP
   double optimizer_offload_fraction = 0;        // share of the optimizer state kept in host memory
+  // Activation CPU offloading (Megatron's --cpu-offloading-num-layers, Transformer Engine's default
+  // scheduling): the first N decoder layers' saved activations go to host memory in the forward and
+  // come back for the backward. 0 = off.
+  int cpu_offloading_num_layers = 0;
   // FP8, MoE and communication overlap (docs/simulator.md "Modelled effects").
   Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;   // Megatron's default
   // Megatron's --first-last-layers-bf16: the first and last decoder layers' GEMMs stay BF16 under FP8 or NVFP4.

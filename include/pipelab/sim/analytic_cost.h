@@ -32,6 +32,7 @@
 #include "pipelab/sim/cluster_layout.h"
 #include "pipelab/sim/cost_model.h"
 #include "pipelab/sim/layer_geometry.h"
+#include "pipelab/sim/memory_model.h"
 
 namespace pipelab::sim {
 
@@ -45,6 +46,7 @@ struct PassCost {
   double ep_host_gap_ns = 0;  // of ep_comm_ns, the GPU idle after a forward's dispatch waits for the host (F; I when it recomputes the forward)
   double cp_comm_ns = 0;  // exposed part only
   double dp_comm_ns = 0;  // FSDP's per-layer weight gathers and gradient reduce-scatters, exposed part only
+  double offload_ns = 0;  // the GPU waiting for activation CPU offloading's copies (F: offloads; I: reloads)
   double launch_ns = 0;
   double expert_ns = 0;  // of the compute above, the MoE experts' share (MLP GEMMs, activation, permutes)
   double flops = 0;
@@ -53,7 +55,7 @@ struct PassCost {
   double tp_comm_hidden_by_wgrad_ns = 0;
 
   double compute_ns() const { return gemm_ns + attention_ns + elementwise_ns + launch_ns; }
-  double total_ns() const { return compute_ns() + tp_comm_ns + ep_comm_ns + cp_comm_ns + dp_comm_ns; }
+  double total_ns() const { return compute_ns() + tp_comm_ns + ep_comm_ns + cp_comm_ns + dp_comm_ns + offload_ns; }
   /// This I run on its own, its W later (zero-bubble schedules): nothing beside it hides those collectives.
   PassCost without_wgrad() const {
     PassCost p = *this;
@@ -72,7 +74,8 @@ class AnalyticCost final : public CostModel {
  public:
   /// Shares `geometry` with the memory model of the same simulation; its config must be valid for
   /// its model.
-  AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const GpuSpec& gpu, const PipelineShape& shape);
+  /// `memory` sizes the activations activation CPU offloading copies (as the memory model does).
+  AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const GpuSpec& gpu, const PipelineShape& shape, MemoryOptions memory = {});
   /// A cost model on its own; `config` must be resolved (dp, seq_length set) and valid for `model`.
   AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const PipelineShape& shape);
 
@@ -164,7 +167,7 @@ class AnalyticCost final : public CostModel {
     std::int64_t f_ns = 0, i_ns = 0, w_ns = 0, b_ns = 0;
     double f_flops = 0, i_flops = 0, w_flops = 0;
     double f_compute_ns = 0, b_compute_ns = 0;            // F, and I + W, without communication
-    double f_exposed_comm_ns = 0, b_exposed_comm_ns = 0;  // TP + exposed CP
+    double f_exposed_comm_ns = 0, b_exposed_comm_ns = 0;  // TP + exposed CP and FSDP + the offload wait
     double f_ep_ns = 0, b_ep_ns = 0;                      // EP dispatch + combine (hidden by F&B overlap)
     double f_host_gap_ns = 0;                             // of f_ep_ns, the GPU idle after the dispatch's host wait
     double f_expert_ns = 0, b_expert_ns = 0;              // the experts' share of the compute

@@ -11,18 +11,21 @@
 namespace pipelab::sim {
 
 /// Communication that runs inside a compute action and lengthens it (tensor, expert and context
-/// parallel collectives; FSDP's per-layer gathers and reduce-scatters), in ns of the action's
+/// parallel collectives; FSDP's per-layer gathers and reduce-scatters; activation offloading's host
+/// copies), in ns of the action's
 /// duration: only what the action does not hide behind its own compute.
 struct InActionComm {
   double tp_ns = 0;
   double ep_ns = 0;
   double cp_ns = 0;
   double fsdp_ns = 0;
+  double offload_ns = 0;  // waits for activation CPU offloading's host-link copies
   InActionComm& operator+=(const InActionComm& o) {
     tp_ns += o.tp_ns;
     ep_ns += o.ep_ns;
     cp_ns += o.cp_ns;
     fsdp_ns += o.fsdp_ns;
+    offload_ns += o.offload_ns;
     return *this;
   }
   bool operator==(const InActionComm&) const = default;
