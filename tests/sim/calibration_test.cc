@@ -67,7 +67,7 @@ TEST_P(HeldOutTables, EveryPublishedRunSimulatesAndFits) {
 
 INSTANTIATE_TEST_SUITE_P(OtherGpus, HeldOutTables,
                          ::testing::Values(HeldOutTable{"nemo-dgx-b200.csv", "b200", 30},
-                                           HeldOutTable{"nemo-dgx-gb200.csv", "gb200", 70},
+                                           HeldOutTable{"nemo-dgx-gb200.csv", "gb200", 80},
                                            HeldOutTable{"nemo-dgx-gb300.csv", "gb300", 20},
                                            HeldOutTable{"a100.csv", "a100-80g", 4}),
                          [](const ::testing::TestParamInfo<HeldOutTable>& info) {
