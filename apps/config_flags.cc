@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <iostream>
 #include <sstream>
 
 #include "pipelab/base/error.h"
@@ -294,10 +293,10 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
   if (f.optimizer_cpu_offload) {
     c.optimizer_offload_fraction = f.optimizer_offload_fraction.value_or(1.0);
   } else if (f.optimizer_offload_fraction) {
-    std::cerr << "pipelab: warning: --optimizer-offload-fraction has no effect without --optimizer-cpu-offload (as in Megatron)\n";
+    out.warnings.push_back("--optimizer-offload-fraction has no effect without --optimizer-cpu-offload (as in Megatron)");
   }
   if (f.cpu_offloading && c.cpu_offloading_num_layers == 0) {
-    std::cerr << "pipelab: warning: --cpu-offloading without --cpu-offloading-num-layers offloads no layer (as in Megatron)\n";
+    out.warnings.push_back("--cpu-offloading without --cpu-offloading-num-layers offloads no layer (as in Megatron)");
   }
   c.gbs = 1;  // placeholder so resolve() can run; set below once dp is known
   c = resolve(c, out.model);
@@ -305,8 +304,8 @@ ResolvedConfig resolve_flags(const ConfigFlags& f) {
   const bool backend_given = std::any_of(f.parallel_overrides.begin(), f.parallel_overrides.end(),
                                          [](const auto& o) { return o.first == "moe_flex_dispatcher_backend"; });
   if (backend_given && c.moe_token_dispatcher_type != MoeDispatcher::kFlex) {
-    std::cerr << "pipelab: warning: --moe-flex-dispatcher-backend has no effect with moe_token_dispatcher_type="
-              << to_string(c.moe_token_dispatcher_type) << " (it picks the flex dispatcher's kernels)\n";
+    out.warnings.push_back("--moe-flex-dispatcher-backend has no effect with moe_token_dispatcher_type=" +
+                           std::string(to_string(c.moe_token_dispatcher_type)) + " (it picks the flex dispatcher's kernels)");
   }
   if (f.gbs > 0 && f.microbatches > 0) throw InputError("give --gbs or --microbatches, not both");
   c.gbs = f.gbs > 0 ? f.gbs : c.mbs * c.dp * (f.microbatches > 0 ? f.microbatches : 32);
@@ -330,6 +329,7 @@ sim::SimulationRequest make_request(const ConfigFlags& f, const ResolvedConfig& 
   req.gpu = r.gpu;
   req.config = r.config;
   req.schedule = schedule;
+  req.warnings = r.warnings;
   req.cost_model = sim::parse_cost_model(f.cost);
   req.memory.softmax_stored = f.softmax_stored;
   auto ns = [](double us) { return static_cast<std::int64_t>(us * 1000); };

@@ -51,6 +51,7 @@ struct ResolvedConfig {
   ModelSpec model;
   GpuSpec gpu;
   ParallelConfig config;
+  std::vector<std::string> warnings;  // flags given that change nothing (as in Megatron)
 };
 ResolvedConfig resolve_flags(const ConfigFlags& flags);
 

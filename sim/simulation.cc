@@ -73,6 +73,7 @@ int chunks_per_rank(const ScheduleInfo& info, const ParallelConfig& config) {
 
 SimulationOutcome simulate_config(const SimulationRequest& req) {
   SimulationOutcome out;
+  out.warnings = req.warnings;
   const ScheduleInfo& info = find_schedule(req.schedule);
   out.schedule = info.name;
   ParallelConfig config = req.config;

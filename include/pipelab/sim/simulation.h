@@ -56,6 +56,9 @@ struct SimulationRequest {
   /// no idle split, per-rank figures or in-action communication). A plan search ranks thousands of
   /// layouts this way and simulates the few it shows again in full.
   bool ranking_only = false;
+  /// What the caller found about the request before simulating (command-line flags that change
+  /// nothing): reported first among the outcome's warnings, so they reach the result file too.
+  std::vector<std::string> warnings;
 };
 
 struct SimulationOutcome {
