@@ -47,8 +47,9 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
         // Only the input of the layer's recompute group is kept; I recomputes the group and must
         // keep the weight stash for W. The backward re-runs the group's forward and holds all of
         // its layers' activations until it has gone back through them (Megatron checkpoints a
-        // uniform group as one call; block, each layer).
-        if (keeps_group_input(i)) group = 0;
+        // uniform group as one call; block, each layer). The group's kept input is the rebuilt first
+        // layer's input tensor itself (counted in act.bytes below), not a second copy.
+        if (keeps_group_input(i)) group = -static_cast<std::int64_t>(g.hidden_state_bytes());
         group += layer.stored;
         act.recompute_transient = std::max(act.recompute_transient, group);
         if (keeps_group_input(i)) {
