@@ -28,6 +28,7 @@ struct PlanOptions {
   std::string gpu = "h100-sxm";
   int gpus = 0, gbs = 0, seq = 0;
   std::string precision = "bf16";
+  std::optional<std::string> fp8_recipe;
   std::string schedules = "all";
   double memory_headroom_gib = 0;
   int top = 10;
@@ -49,6 +50,10 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   r.gbs = o.gbs;
   r.seq_length = o.seq;
   r.precision = parse_precision(o.precision);
+  if (o.fp8_recipe) {
+    if (r.precision != Precision::kFp8) throw InputError("--fp8-recipe applies to --precision fp8, got --precision " + o.precision);
+    r.fp8_recipe = parse_fp8_recipe(*o.fp8_recipe);
+  }
   if (o.schedules != "all") {
     r.schedules = split_comma_list(o.schedules);
     if (r.schedules.empty()) throw InputError("--schedules is empty: give all or a comma-separated list");
@@ -122,6 +127,7 @@ reports::PlanResult plan_result(const PlanOptions& o, const plan::PlanRequest& r
                 {"gbs", r.gbs},
                 {"seq_length", r.seq_length > 0 ? r.seq_length : r.model.seq_length},
                 {"precision", std::string(to_string(r.precision))},
+                {"fp8_recipe", std::string(to_string(r.fp8_recipe))},
                 {"schedules", o.schedules == "all" ? nlohmann::json("all") : nlohmann::json(schedules)},
                 {"memory_headroom_bytes", r.memory_headroom_bytes},
                 {"allow_cross_node_tp", r.allow_cross_node_tp},
@@ -174,6 +180,8 @@ void add_plan_command(CLI::App& root, int& exit_code) {
   cmd->add_option("--gbs,--global-batch-size", o->gbs, "Global batch size (sequences)")->required();
   cmd->add_option("--seq,--seq-length", o->seq, "Sequence length (default: the model's)")->check(CLI::Range(1, 1 << 30));
   cmd->add_option("--precision", o->precision, "bf16 | fp8 | nvfp4")->capture_default_str()->check(CLI::IsMember({"bf16", "fp8", "nvfp4"}));
+  cmd->add_option("--fp8-recipe", o->fp8_recipe, "With --precision fp8: delayed (default) | tensorwise | blockwise | mxfp8 (Blackwell)")
+      ->check(CLI::IsMember({"delayed", "tensorwise", "blockwise", "mxfp8"}));
   cmd->add_option("--schedules", o->schedules, "all, or a comma-separated list of schedules")->capture_default_str();
   cmd->add_option("--memory-headroom", o->memory_headroom_gib, "GiB kept free on every GPU besides its reserve")->capture_default_str();
   cmd->add_option("--top", o->top, "Layouts in the ranked table")->capture_default_str();

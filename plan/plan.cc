@@ -155,6 +155,7 @@ class Search {
     if (r.mbs.empty() || r.recompute.empty() || r.fsdp.empty()) throw InputError("plan: empty micro-batch, recompute or fsdp list");
     ParallelConfig precision;  // a precision the GPU cannot run is bad input, not a search where nothing fits
     precision.precision = r.precision;
+    precision.fp8_recipe = r.fp8_recipe;
     if (const std::optional<ConfigIssue> unsupported = precision_unsupported(precision, r.gpu)) throw InputError(unsupported->message);
     gpu_ = r.gpu;
     gpu_.reserved_memory_bytes += r.memory_headroom_bytes;
@@ -285,6 +286,7 @@ class Search {
     p.seq_length = r_.seq_length > 0 ? r_.seq_length : r_.model.seq_length;
     p.sequence_parallel = c.tp > 1;
     p.precision = r_.precision;
+    p.fp8_recipe = r_.fp8_recipe;
     p.recompute = recompute_[c.round / r_.fsdp.size()];
     if (p.recompute == Recompute::kFull) p.recompute_num_layers = 1;  // Megatron's usual: every layer, uniform
     p.fsdp = r_.fsdp[c.fsdp];

@@ -260,6 +260,25 @@ TEST(Plan, TopLayoutsCarryTheFiguresSimulateGives) {
   EXPECT_GT(out.top.front().bubble_ratio, 0);  // PP > 1 wins here: there is idle time to report
 }
 
+// The FP8 recipe asked for is the one every layout is simulated with (and the one its recipes export);
+// a recipe the GPU cannot run is bad input.
+TEST(Plan, EveryLayoutRunsTheFp8RecipeAskedFor) {
+  PlanRequest r = small_request("llama3-8b", 8, 64, 4096);
+  r.precision = Precision::kFp8;
+  r.fp8_recipe = Fp8Recipe::kTensorwise;
+  const PlanOutcome out = run_plan(r);
+  ASSERT_FALSE(out.top.empty());
+  for (const PlanPoint& p : out.top) {
+    EXPECT_EQ(p.config.fp8_recipe, Fp8Recipe::kTensorwise);
+    EXPECT_EQ(p.makespan_ns, sim::simulate_config(point_request(r, p)).metrics.makespan_ns);
+  }
+  PlanRequest delayed = r;
+  delayed.fp8_recipe = Fp8Recipe::kDelayed;
+  EXPECT_NE(run_plan(delayed).top.front().makespan_ns, out.top.front().makespan_ns);  // current scaling quantizes more
+  r.fp8_recipe = Fp8Recipe::kMxfp8;
+  EXPECT_THROW(run_plan(r), InputError);  // MXFP8 needs Blackwell's block-scaled tensor cores
+}
+
 TEST(Plan, BadInputIsAClearErrorOrAnHonestEmptyResult) {
   PlanRequest r = small_request("llama3-70b", 64, 128, 8192);
   r.gpus = 0;

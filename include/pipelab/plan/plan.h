@@ -35,6 +35,7 @@ struct PlanRequest {
   int gbs = 0;
   int seq_length = 0;  // 0 = the model's
   Precision precision = Precision::kBf16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kDelayed;  // with precision fp8 (Megatron's default); exported in the recipes
   std::vector<std::string> schedules;  // names or aliases; empty = every registered schedule
   std::int64_t memory_headroom_bytes = 0;  // kept free on every GPU besides the GPU's reserve
   bool allow_cross_node_tp = false;        // TP beyond gpus_per_node
