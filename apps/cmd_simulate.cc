@@ -79,7 +79,7 @@ std::string advice_if_oom(const sim::SimulationRequest& request, const sim::Simu
   if (!outcome.oom || request.cost_model != sim::CostModelKind::Analytic) return "";
   const std::optional<sim::MemoryAdvice> advice = sim::nearest_fitting_change(request);
   return advice ? "nearest change that fits: " + advice->text()
-                : "no single change fits (tried recompute, precision-aware optimizer, micro-batch, FSDP, TP, PP, EP)";
+                : "no single change fits (tried recompute, activation offloading, precision-aware optimizer, micro-batch, FSDP, TP, PP, EP)";
 }
 
 }  // namespace

@@ -178,8 +178,9 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   cmd->add_option("--optimizer-offload-fraction", c.optimizer_offload_fraction,
                   "With --optimizer-cpu-offload: share of the optimizer state in host memory (0..1, default 1)")
       ->check(CLI::Range(0.0, 1.0));
-  // Megatron's switch; --cpu-offloading-num-layers N > 0 turns offloading on alone (arguments.py).
-  cmd->add_flag("--cpu-offloading", c.cpu_offloading, "Megatron's activation offload switch: offloads --cpu-offloading-num-layers layers");
+  // TransformerConfig's switch (a flag in older Megatron-LM, config-only now); --cpu-offloading-num-layers
+  // N > 0 turns offloading on by itself (arguments.py).
+  cmd->add_flag("--cpu-offloading", c.cpu_offloading, "Activation offload switch (older Megatron-LM): offloads --cpu-offloading-num-layers layers");
   for (const LayoutSwitch& s : kLayoutSwitches) {
     const std::string field = s.field, value = s.value;
     cmd->add_flag_callback(s.flag, [&c, field, value] { c.parallel_overrides.emplace_back(field, value); }, s.help);

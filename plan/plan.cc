@@ -649,6 +649,7 @@ Breakdown breakdown(const PlanRequest& r, const PlanPoint& p) {
   const double m = shape.microbatches_per_chain();
   // A schedule that runs W apart from I leaves nothing beside I to hide what the wgrad would.
   const bool splits_backward = find_schedule(o.schedule).splits_backward;
+  // No offload_ns: plan never offloads activations (config_of leaves cpu_offloading_num_layers at 0).
   for (int s = 0; s < shape.stages; ++s) {
     const sim::StageCost& c = cost.stage(s);
     const sim::PassCost i = splits_backward ? c.i.without_wgrad() : c.i;

@@ -33,9 +33,21 @@ Link ClusterLayout::group_link(long stride, int group) const {
 Link ClusterLayout::ring_link(long stride, int group) const {
   Link link = group_link(stride, group);
   if (link.nvlink) return link;
-  // Members of the group on one node (the group's ranks are stride apart from a node boundary).
-  const long per_node = std::clamp(gpus_per_node_ / std::max(1L, stride), 1L, static_cast<long>(group));
-  link.bandwidth_gbps = std::min(gpu_.nvlink_bandwidth_gbps, static_cast<double>(per_node) * gpu_.nic_bandwidth_gbps);
+  // The fewest members on any node the group touches (its ranks are stride apart from rank 0; a
+  // partly filled last node, or a stride that does not divide the node, leaves some nodes fewer): the
+  // ring crosses no faster than that node's NICs. The counts repeat every `stride` nodes at most, so
+  // those and the last node are all that need counting.
+  const long step = std::max(1L, stride), last = step * (group - 1), last_node = last / gpus_per_node_;
+  const auto members_on = [&](long node) {
+    const long lo = node * gpus_per_node_, hi = std::min(last, lo + gpus_per_node_ - 1);
+    return hi / step - (lo + step - 1) / step + 1;  // multiples of step in [lo, hi]
+  };
+  long fewest = group;
+  for (long node = 0; node <= std::min(last_node, step); ++node) {
+    if (const long m = members_on(node); m > 0) fewest = std::min(fewest, m);
+  }
+  if (const long m = members_on(last_node); m > 0) fewest = std::min(fewest, m);
+  link.bandwidth_gbps = std::min(gpu_.nvlink_bandwidth_gbps, static_cast<double>(fewest) * gpu_.nic_bandwidth_gbps);
   return link;
 }
 

@@ -47,6 +47,16 @@ std::vector<Candidate> candidates(const SimulationRequest& r) {
       n.recompute_modules.clear();
     });
   }
+  // Activation offloading where Megatron allows it (pp = 1, no recompute, a host link to time): half
+  // the layers it keeps on the GPU, or all but two (Transformer Engine's advice for full overlap).
+  const int layers = r.model.num_layers, offloaded = c.cpu_offloading_num_layers;
+  if (c.pp == 1 && c.recompute == Recompute::kNone && r.gpu.host_link_bandwidth_gbps > 0) {
+    const int half = offloaded + (layers - offloaded) / 2, all_but_two = layers - 2;
+    for (const int n : {half, all_but_two}) {
+      if (n <= offloaded || (n == all_but_two && n == half)) continue;  // no more than now, or said already
+      add("--cpu-offloading-num-layers " + std::to_string(n), [n](ParallelConfig& x) { x.cpu_offloading_num_layers = n; });
+    }
+  }
   if (!c.use_precision_aware_optimizer) {
     add("--use-precision-aware-optimizer", [](ParallelConfig& n) { n.use_precision_aware_optimizer = true; });
   }

@@ -41,8 +41,10 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
   for (const LayerRange& range : stage_layers(g.model(), c, shape)) {
     StageActivation act;
     std::int64_t group = 0;  // the current recompute group's activations, as its backward rebuilds them
+    std::vector<std::int64_t> offload_window;  // activation offloading: every layer's stored bytes, in order
     for (int i = 0; i < range.count; ++i) {
       const LayerBytes& layer = layer_bytes(range.first + i);
+      if (c.cpu_offloading_num_layers > 0) offload_window.push_back(layer.stored);
       if (full && recomputed_in_full(i, range.count)) {
         // Only the input of the layer's recompute group is kept; I recomputes the group and must
         // keep the weight stash for W. The backward re-runs the group's forward and holds all of
@@ -59,14 +61,27 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
         }
         act.allocated_by_input_grad += layer.stash;
       } else if (range.first + i < c.cpu_offloading_num_layers) {
-        // Offloaded to host memory (pp = 1: the stage starts at layer 0): the GPU holds only the
-        // other layers' sets, at most L - N at any time (activation_offload.h).
-        continue;
+        continue;  // offloaded to host memory (pp = 1: the stage starts at layer 0); below
       } else {
         act.bytes += layer.stored;
         act.freed_by_input_grad += layer.stored - layer.stash;
         act.largest_layer = std::max(act.largest_layer, layer.stored);
       }
+    }
+    if (!offload_window.empty()) {
+      // Activation offloading holds at most K = L - N layer sets: layer j starts once layer j - K's
+      // offload has ended (activation_offload.h), so the GPU holds layers [i, i + K) for some i <= N.
+      // The last window (the layers never offloaded) is counted above; an earlier one is larger when
+      // the early layers are (first_last_layers_bf16, MoE or dense first layers).
+      const std::size_t slots = offload_window.size() - static_cast<std::size_t>(c.cpu_offloading_num_layers);
+      std::int64_t window = 0, widest = 0;
+      for (std::size_t j = 0; j < offload_window.size(); ++j) {
+        window += offload_window[j] - (j >= slots ? offload_window[j - slots] : 0);
+        if (j + 1 >= slots) widest = std::max(widest, window);
+      }
+      const std::int64_t kept = window;  // the last window: the layers kept on the GPU
+      act.bytes += widest - kept;
+      act.freed_by_input_grad += widest - kept;
     }
     if (range.has_loss || range.mtp_layers > 0) {
       // What each cross-entropy keeps for its backward (the loss's and each MTP module's; its

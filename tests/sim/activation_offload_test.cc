@@ -79,6 +79,26 @@ TEST(ActivationOffload, CostAndMemoryModelsByHand) {
   EXPECT_EQ(base.in_action_comm(0, forward).offload_ns, 0);
 }
 
+// At most K = L - N layer sets on the GPU, but any K consecutive ones: with larger early layers (here
+// the first 8 kept in BF16 under FP8) the window of the first K layers is the peak, not the last K.
+TEST(ActivationOffload, TheGpuHoldsTheLargestWindowOfKLayers) {
+  const ModelSpec m = model_preset("llama3-8b");  // 32 layers
+  ParallelConfig c = one_stage(m, 8);             // K = 24
+  c.precision = Precision::kFp8;
+  c.fp8_recipe = Fp8Recipe::kTensorwise;
+  c.first_last_layers_bf16 = true;
+  c.num_layers_at_start_in_bf16 = 8;
+  c.num_layers_at_end_in_bf16 = 0;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  const sim::MemoryModel memory(m, c, shape);
+  const std::int64_t bf16 = memory.layer_activation_bytes(0), fp8 = memory.layer_activation_bytes(20);
+  ASSERT_GT(bf16, fp8);
+  ParallelConfig kept_all = c;
+  kept_all.cpu_offloading_num_layers = 0;
+  const std::int64_t others = sim::MemoryModel(m, kept_all, shape).stage_activations()[0].bytes - 8 * bf16 - 24 * fp8;  // embedding side, loss
+  EXPECT_EQ(memory.stage_activations()[0].bytes, others + 8 * bf16 + 16 * fp8);  // layers 0..23, not 8..31
+}
+
 TEST(ActivationOffload, ModelledOnlyWithOneFOneB) {
   const ModelSpec m = model_preset("llama3-8b");
   sim::SimulationRequest r;

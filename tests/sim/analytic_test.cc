@@ -11,6 +11,7 @@
 #include "pipelab/profiles/presets.h"
 #include "pipelab/schedules/registry.h"
 #include "pipelab/sim/analytic_cost.h"
+#include "pipelab/sim/cluster_layout.h"
 #include "pipelab/sim/memory_model.h"
 #include "pipelab/sim/simulation.h"
 
@@ -839,6 +840,19 @@ TEST(AnalyticCost, RingsAcrossNodesUseEveryMembersNicByHand) {
     EXPECT_NEAR(static_cast<double>(cost.reduce_grad_ns(0, 0)), 7 * gpu.nic_latency_ns + bytes * 7 / 8 / bandwidth, 2) << tp;
   }
   // Point-to-point neighbours across nodes keep one NIC (PipelineNeighboursAcrossNodesUseTheNic).
+  // The node with the fewest members sets the pace: ranks 0, 2, .., 10 put 4 on the first node and 2
+  // on the second; ranks 0, 3, .., 15 three on each; 16 apart, one per node; within a node, NVLink.
+  const sim::ClusterLayout nodes(layout(m, 1, 1, 64, 1, 64), gpu);
+  EXPECT_EQ(nodes.ring_link(2, 6).bandwidth_gbps, 2 * gpu.nic_bandwidth_gbps);
+  EXPECT_EQ(nodes.ring_link(3, 6).bandwidth_gbps, 3 * gpu.nic_bandwidth_gbps);
+  EXPECT_EQ(nodes.ring_link(16, 4).bandwidth_gbps, gpu.nic_bandwidth_gbps);
+  EXPECT_TRUE(nodes.ring_link(2, 4).nvlink);
+  EXPECT_EQ(nodes.ring_link(1, 64).bandwidth_gbps, 8 * gpu.nic_bandwidth_gbps);  // 400 GB/s, under NVLink's 450
+  // Two GB200 racks: 36 and 28 members of a stride-2 group of 64, 28 x 50 GB/s above NVLink's 900: NVLink.
+  const GpuSpec gb200 = gpu_preset("gb200");
+  const sim::ClusterLayout racks(layout(m, 2, 1, 64, 1, 64), gb200);
+  EXPECT_EQ(racks.ring_link(2, 64).bandwidth_gbps, gb200.nvlink_bandwidth_gbps);
+  EXPECT_FALSE(racks.ring_link(2, 64).nvlink);  // the NIC's latency
 }
 
 TEST(AnalyticCost, RecomputeMakesTheInputGradSlower) {

@@ -32,7 +32,8 @@ class ClusterLayout {
   Link group_link(long stride, int group) const;
   /// Link a ring collective (all-reduce, all-gather, reduce-scatter) over that group runs at: across
   /// nodes NCCL builds one ring per NIC and splits the data over them through NVLink, so a node's
-  /// members together cross at their NICs' summed bandwidth, at most NVLink's (docs/simulator.md,
+  /// members together cross at their NICs' summed bandwidth, at most NVLink's; the node with the fewest
+  /// members sets the pace (docs/simulator.md,
   /// "Collectives across nodes"). Point-to-point and all-to-all traffic keep group_link.
   Link ring_link(long stride, int group) const;
   Link nvlink() const { return {gpu_.nvlink_bandwidth_gbps, gpu_.nvlink_latency_ns, true}; }
