@@ -41,6 +41,18 @@ constexpr double kQuantizeCurrentBytes = 6;
 // shapes, autocast minus pre-quantized per layer: 6.453 - 3.764 ms (NVFP4) against 9.147 - 6.812 ms
 // (FP8 current scaling) (TE docs/examples/gemm_profiling, the same table as kMxfp8GemmFactor).
 constexpr double kQuantizeNvfp4Bytes = kQuantizeCurrentBytes * (6.453 - 3.764) / (9.147 - 6.812);
+// The gated MLP's activation as Megatron runs it: bias_swiglu_impl (megatron/core/fusions/
+// fused_bias_swiglu.py, torch.compile'd by jit_fuser; Megatron-Bridge's Llama, DeepSeek and gpt-oss
+// bridges set bias_activation_fusion; without it the eager path is slower still and is timed the same)
+// writes BF16, and its backward computes both halves and concatenates them.
+// Measured on H100 at Megatron's call shape (8192 tokens, per-rank FFN 8192-32768) against a tuned
+// fused kernel moving the same bytes (Liger-Kernel's, 0.88 of peak HBM bandwidth forward, i.e.
+// memory_bandwidth_efficiency's class): 1.61-1.63x its forward time and 2.92-3.05x its backward time
+// (forward+backward minus forward; Liger-Kernel benchmark/data/all_benchmark_data.csv @ead96b61,
+// kernel megatron_swiglu, providers megatron and liger). Megatron's forward reaches 0.55 and its
+// backward 0.19 of the H100's peak.
+constexpr double kMegatronSwigluForwardSlowdown = 1.62;
+constexpr double kMegatronSwigluBackwardSlowdown = 3.0;
 // Extra kernels per layer per pass for the unfused quantizations and amax updates.
 constexpr double kFp8KernelsPerLayerPass = 4;
 // TP communication overlap (TE userbuffers, --tp-comm-overlap), as TE's initialize_ub sets it up
@@ -440,7 +452,12 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const double rope_bytes = 2 * (w.query / c.tp + w.key / c.tp) * kBf16Bytes;  // read + write Q and K
   const double act_bytes = (w.mlp_up + w.mlp) / c.tp * kBf16Bytes;
   const double norm_ns = memory_ns(norm_tokens * 4 * h * kBf16Bytes);
-  const double act_ns = memory_ns(tokens * act_bytes) * expert_skew;  // the MoE activation on the busiest rank's rows
+  // The MoE activation on the busiest rank's rows. A gated MLP runs Megatron's SwiGLU kernels, timed
+  // as measured (above): the backward reads the output gradient and both input halves and writes the
+  // input gradient (5 x the per-rank FFN width); a plain activation's backward moves twice the forward's.
+  const double act_ns = memory_ns(tokens * act_bytes) * expert_skew * (m.swiglu ? kMegatronSwigluForwardSlowdown : 1);
+  const double act_back_ns = m.swiglu ? memory_ns(tokens * (2 * w.mlp_up + w.mlp) / c.tp * kBf16Bytes) * expert_skew * kMegatronSwigluBackwardSlowdown
+                                      : 2 * act_ns;
   fwd.elementwise_ns = norm_ns + act_ns + memory_ns(norm_tokens * 6 * h * kBf16Bytes + tokens * rope_bytes);
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   fwd.flops = lf.forward();
@@ -451,9 +468,10 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   fwd.elementwise_ns += permute_ns;
   if (moe) fwd.expert_ns = mlp_ns + act_ns + permute_ns;
   // FP8: each linear layer's input is quantized. The QKV and dense FC1 inputs come out of the norm
-  // (LayerNormLinear/LayerNormMLP fuse it) on the sequence-parallel shard, FC2's out of the fused
-  // activation; the attention output and MoE experts' dispatched tokens are quantized on their own.
-  // In I, each GEMM's output gradient: FC1's fused with the activation's backward, the rest not.
+  // (TE's LayerNormLinear fuses it) on the sequence-parallel shard; the attention output, FC2's input
+  // (Megatron's activation writes BF16: use_te_activation_func is off by default and in NVIDIA's
+  // recipes) and MoE experts' dispatched tokens are quantized on their own. In I, each GEMM's output
+  // gradient, on its own (FC1's comes out of Megatron's activation backward in BF16).
   double quantize_f_ns = 0, quantize_i_ns = 0;
   if (quantized) {
     const double fused = quantize_fused_bytes_;
@@ -462,10 +480,10 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     const double routed_rows = norm_tokens * m.moe_router_topk * c.expert_tp() * c.moe_busiest_load();
     const double fc1_in = moe ? routed_rows * h * quantize_bytes_ : norm_tokens * h * fused;
     quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_ + fc1_in +
-                              tokens * w.mlp / c.tp * fused * expert_skew);
+                              tokens * w.mlp / c.tp * quantize_bytes_ * expert_skew);
     const double fc2_grad_rows = moe ? routed_rows : tokens;
     quantize_i_ns = memory_ns((tokens * (h + (w.query + w.key + w.value) / c.tp) + fc2_grad_rows * h) * quantize_bytes_ +
-                              tokens * w.mlp_up / c.tp * fused * expert_skew);
+                              tokens * w.mlp_up / c.tp * quantize_bytes_ * expert_skew);
     fwd.elementwise_ns += quantize_f_ns;
     fwd.launch_ns += kFp8KernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   }
@@ -556,14 +574,15 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   in.gemm_ns = fwd.gemm_ns;
   in.attention_ns = attention.backward;
   // The permutes' backward moves the same bytes as their forward.
-  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns - cp_ring_f_ns) + quantize_i_ns + permute_ns + cp_ring_i_ns;
+  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns - cp_ring_f_ns - act_ns) + act_back_ns + quantize_i_ns + permute_ns +
+                      cp_ring_i_ns;
   in.launch_ns = fwd.launch_ns - cp_ring_f_launch_ns + cp_ring_i_launch_ns;
   in.tp_comm_ns = tp_backward_ns;
   in.tp_comm_hidden_by_wgrad_ns = tp.hidden_by_wgrad;
   in.ep_comm_ns = 2 * dispatch.comm_ns;  // the backward reuses the forward's counts: no wait
   in.cp_comm_ns = cp_backward_ns;
   in.flops = lf.input_grad();
-  if (moe) in.expert_ns = mlp_ns + 2 * act_ns + permute_ns;
+  if (moe) in.expert_ns = mlp_ns + act_back_ns + permute_ns;
   if (full_recompute) {
     in += fwd;  // the whole forward again (its FSDP gather included)
     in.dp_comm_ns = 0;
