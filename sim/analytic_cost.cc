@@ -44,7 +44,8 @@ constexpr double kQuantizeNvfp4Bytes = kQuantizeCurrentBytes * (6.453 - 3.764) /
 // The gated MLP's activation as Megatron runs it: bias_swiglu_impl (megatron/core/fusions/
 // fused_bias_swiglu.py, torch.compile'd by jit_fuser; Megatron-Bridge's Llama, DeepSeek and gpt-oss
 // bridges set bias_activation_fusion; without it the eager path is slower still and is timed the same)
-// writes BF16, and its backward computes both halves and concatenates them.
+// writes BF16, and its backward computes both halves and concatenates them. MoE experts run
+// weighted_bias_swiglu_impl (the same kernels times the routing weights), timed alike.
 // Measured on H100 at Megatron's call shape (8192 tokens, per-rank FFN 8192-32768) against a tuned
 // fused kernel moving the same bytes (Liger-Kernel's, 0.88 of peak HBM bandwidth forward, i.e.
 // memory_bandwidth_efficiency's class): 1.61-1.63x its forward time and 2.92-3.05x its backward time
