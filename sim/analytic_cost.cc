@@ -31,9 +31,8 @@ constexpr double kAttentionBackwardWork = 2.5;
 
 // FP8 (Transformer Engine): bytes of HBM traffic per element to quantize a BF16 tensor into the FP8
 // row-wise and (Hopper) column-wise copies: delayed scaling reads it once (2) and writes both copies
-// (1 + 1); current/block scaling reads it twice (amax pass, then cast); a quantization fused into the
-// preceding norm or activation kernel only adds the writes (2 x quantized_bytes: the constructor).
-// TE performance_considerations.rst.
+// (1 + 1); current/block scaling reads it twice (amax pass, then cast); after TE's norm, less by recipe
+// (quantize_fused_bytes_, the constructor). TE performance_considerations.rst.
 constexpr double kQuantizeDelayedBytes = 4;
 constexpr double kQuantizeCurrentBytes = 6;
 // NVFP4 (16-value blocks with E4M3 scales, a per-tensor amax, the random Hadamard transform on the
@@ -45,15 +44,16 @@ constexpr double kQuantizeNvfp4Bytes = kQuantizeCurrentBytes * (6.453 - 3.764) /
 // fused_bias_swiglu.py, torch.compile'd by jit_fuser; Megatron-Bridge's Llama, DeepSeek and gpt-oss
 // bridges set bias_activation_fusion; without it the eager path is slower still and is timed the same)
 // writes BF16, and its backward computes both halves and concatenates them. MoE experts run
-// weighted_bias_swiglu_impl (the same kernels times the routing weights), timed alike.
-// Measured on H100 at Megatron's call shape (8192 tokens, per-rank FFN 8192-32768) against a tuned
-// fused kernel moving the same bytes (Liger-Kernel's, 0.88 of peak HBM bandwidth forward, i.e.
-// memory_bandwidth_efficiency's class): 1.61-1.63x its forward time and 2.92-3.05x its backward time
-// (forward+backward minus forward; Liger-Kernel benchmark/data/all_benchmark_data.csv @ead96b61,
-// kernel megatron_swiglu, providers megatron and liger). Megatron's forward reaches 0.55 and its
-// backward 0.19 of the H100's peak.
-constexpr double kMegatronSwigluForwardSlowdown = 1.62;
-constexpr double kMegatronSwigluBackwardSlowdown = 3.0;
+// weighted_bias_swiglu_impl (the same kernels times the routing weights), timed alike. Measured on
+// H100 at Megatron's call shape (8192 tokens, per-rank FFN F = 8192-32768; Liger-Kernel
+// benchmark/data/all_benchmark_data.csv @ead96b61, kernel megatron_swiglu, provider megatron):
+// forward 0.220-0.859 ms for 3F bytes-per-token x 2 (read both halves, write the product): 0.55 of
+// peak HBM bandwidth; forward+backward minus forward, less the benchmark's out.sum() (F per token read,
+// ~0.05 ms at F = 8192), for 5F x 2 (read the gradient and both halves, write both): 0.196. Measured
+// fractions of peak, not of memory_bandwidth_efficiency: a tuned kernel moving the same bytes (Liger's)
+// reaches 0.88-0.91 forward in the same table. Other GPUs: the same fractions, unmeasured there.
+constexpr double kMegatronSwigluForwardBandwidth = 0.55;
+constexpr double kMegatronSwigluBackwardBandwidth = 0.196;
 // Extra kernels per layer per pass for the unfused quantizations and amax updates.
 constexpr double kFp8KernelsPerLayerPass = 4;
 // TP communication overlap (TE userbuffers, --tp-comm-overlap), as TE's initialize_ub sets it up
@@ -156,12 +156,15 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     linear_flops_per_ns_ = gpu.peak_tflops(Precision::kNvfp4) * 1e3 * sustained;
     quantize_bytes_ = kQuantizeNvfp4Bytes;
   }
-  // A quantization fused into the norm or activation kernel before it writes only the row-wise and
-  // column-wise copies. NVFP4's is not fused: with the random Hadamard transform (the recipe's default
-  // for inputs and gradients) TE's norm and activation kernels write BF16 (already in norm_ns and
-  // act_ns) and the NVFP4 quantizer then runs on its own (TE csrc/extensions/normalization.cpp and
-  // activation.cpp: Impl::UNFUSED when with_rht && with_post_rht_amax).
-  quantize_fused_bytes_ = cfg.precision == Precision::kNvfp4 ? kQuantizeNvfp4Bytes : 2 * quantized_bytes(cfg.precision);
+  // The norm before QKV and FC1 (TE's LayerNormLinear) quantizes its output as the recipe allows (TE
+  // csrc/extensions/normalization.cpp): delayed scaling in the norm kernel itself (FULLY_FUSED: only the
+  // row- and column-wise writes); current (tensorwise) scaling takes the amax in the norm and casts after
+  // (FUSED_NORM_AMAX_FP8: the cast reads the BF16 output and writes both copies, no amax pass); MXFP8,
+  // blockwise and NVFP4 with the random Hadamard transform (the recipe's default) quantize on their own
+  // (UNFUSED; the norm's BF16 output is already in norm_ns).
+  quantize_fused_bytes_ = cfg.precision == Precision::kFp8 && cfg.fp8_recipe == Fp8Recipe::kDelayed      ? 2 * quantized_bytes(cfg.precision)
+                          : cfg.precision == Precision::kFp8 && cfg.fp8_recipe == Fp8Recipe::kTensorwise ? kBf16Bytes + 2 * quantized_bytes(cfg.precision)
+                                                                                                          : quantize_bytes_;
   // SP all-gathers of a quantized input: per-tensor FP8 (delayed, tensorwise) gathers the row-wise copy
   // only and transposes after; MXFP8, block scaling and NVFP4 gather both copies (TE
   // supports_only_rowwise_all_gather: true for Float8Quantizer and Float8CurrentScalingQuantizer only).
@@ -456,9 +459,12 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // The MoE activation on the busiest rank's rows. A gated MLP runs Megatron's SwiGLU kernels, timed
   // as measured (above): the backward reads the output gradient and both input halves and writes the
   // input gradient (5 x the per-rank FFN width); a plain activation's backward moves twice the forward's.
-  const double act_ns = memory_ns(tokens * act_bytes) * expert_skew * (m.swiglu ? kMegatronSwigluForwardSlowdown : 1);
-  const double act_back_ns = m.swiglu ? memory_ns(tokens * (2 * w.mlp_up + w.mlp) / c.tp * kBf16Bytes) * expert_skew * kMegatronSwigluBackwardSlowdown
-                                      : 2 * act_ns;
+  const double peak_bytes_per_ns = gpu_.hbm_bandwidth_gbps;  // GB/s = bytes/ns
+  const double act_ns = expert_skew * (m.swiglu ? tokens * act_bytes / (peak_bytes_per_ns * kMegatronSwigluForwardBandwidth)
+                                                : memory_ns(tokens * act_bytes));
+  const double act_back_ns =
+      m.swiglu ? expert_skew * tokens * (2 * w.mlp_up + w.mlp) / c.tp * kBf16Bytes / (peak_bytes_per_ns * kMegatronSwigluBackwardBandwidth)
+               : 2 * act_ns;
   fwd.elementwise_ns = norm_ns + act_ns + memory_ns(norm_tokens * 6 * h * kBf16Bytes + tokens * rope_bytes);
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   fwd.flops = lf.forward();
@@ -473,15 +479,15 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // (Megatron's activation writes BF16: use_te_activation_func is off by default and in NVIDIA's
   // recipes) and MoE experts' dispatched tokens are quantized on their own. In I, each GEMM's output
   // gradient, on its own (FC1's comes out of Megatron's activation backward in BF16).
-  double quantize_f_ns = 0, quantize_i_ns = 0;
+  double quantize_f_ns = 0, quantize_i_ns = 0, quantize_mlp_f_ns = 0;  // the last: of quantize_f_ns, FC1's and FC2's inputs
   if (quantized) {
     const double fused = quantize_fused_bytes_;
     // A MoE layer's experts see the routed copies: each SP shard's tokens x top-k, gathered over ETP,
     // on the busiest rank x its load.
     const double routed_rows = norm_tokens * m.moe_router_topk * c.expert_tp() * c.moe_busiest_load();
     const double fc1_in = moe ? routed_rows * h * quantize_bytes_ : norm_tokens * h * fused;
-    quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_ + fc1_in +
-                              tokens * w.mlp / c.tp * quantize_bytes_ * expert_skew);
+    quantize_mlp_f_ns = memory_ns(fc1_in + tokens * w.mlp / c.tp * quantize_bytes_ * expert_skew);
+    quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_) + quantize_mlp_f_ns;
     const double fc2_grad_rows = moe ? routed_rows : tokens;
     quantize_i_ns = memory_ns((tokens * (h + (w.query + w.key + w.value) / c.tp) + fc2_grad_rows * h) * quantize_bytes_ +
                               tokens * w.mlp_up / c.tp * quantize_bytes_ * expert_skew);
@@ -603,7 +609,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     }
     if ((c.recomputes_module("mlp") && !moe) || (c.recomputes_module("moe") && moe)) {
       in.gemm_ns += mlp_ns;
-      in.elementwise_ns += act_ns;
+      in.elementwise_ns += act_ns + quantize_mlp_f_ns;  // the activation, and FC1's and FC2's input casts again
       in.flops += lf.mlp + lf.router;
       if (moe) {  // the dispatch, combine and permutes run again
         in.ep_comm_ns += fwd.ep_comm_ns;
@@ -612,7 +618,10 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
         in.expert_ns += fwd.expert_ns;
       }
     }
-    if (c.recomputes_module("moe_act") && moe) in.elementwise_ns += act_ns;
+    if (c.recomputes_module("moe_act") && moe) {
+      in.elementwise_ns += act_ns;
+      in.expert_ns += act_ns;
+    }
     if (c.recomputes_module("shared_experts") && moe && m.moe_shared_expert_intermediate_size > 0) {
       const double shared = lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp;
       in.gemm_ns += linear_ns(shared, 2, quantized);

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -285,9 +286,9 @@ TEST(AnalyticCost, Fp8SpeedsUpOnlyTheLinearLayersAndPaysForQuantization) {
   EXPECT_NEAR(o.throughput.mfu, o.throughput.tflops_per_gpu / gpu.peak_bf16_tflops, 1e-12);
 }
 
-// The gated MLP's activation is Megatron's SwiGLU kernel, timed as measured against a tuned kernel
-// moving the same bytes: forward 3 x the per-rank FFN width read and written, x 1.62; backward 5 x, x 3.0.
-// By hand from a model one 1024-wide FFN step wider (only the activation's traffic depends on it in BF16).
+// The gated MLP's activation is Megatron's SwiGLU kernel, timed at the fractions of peak HBM bandwidth
+// measured on H100: forward (3 x the per-rank FFN width read and written) at 0.55, backward (5 x) at
+// 0.196. By hand from a model one 1024-wide FFN step wider (only the activation's traffic depends on it in BF16).
 TEST(AnalyticCost, MegatronSwigluIsTimedAsMeasuredByHand) {
   const ModelSpec m = model_preset("llama3-8b");
   ModelSpec wider = m;
@@ -296,10 +297,31 @@ TEST(AnalyticCost, MegatronSwigluIsTimedAsMeasuredByHand) {
   const Schedule s = make_schedule("1f1b", {1, 1, 1, 0});
   const ParallelConfig c = layout(m, 1, 1, 1, 1, 1, 8192);
   const sim::StageCost a = sim::AnalyticCost(m, gpu, c, s.shape).stage(0), b = sim::AnalyticCost(wider, gpu, resolve(c, wider), s.shape).stage(0);
-  const double per_byte = 1 / (gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency);
-  const double tokens = 8192, layers = m.num_layers;
-  EXPECT_NEAR(b.f.elementwise_ns - a.f.elementwise_ns, layers * tokens * 3 * 1024 * 2 * per_byte * 1.62, 1e-6 * a.f.elementwise_ns);
-  EXPECT_NEAR(b.i.elementwise_ns - a.i.elementwise_ns, layers * tokens * 5 * 1024 * 2 * per_byte * 3.0, 1e-6 * a.i.elementwise_ns);
+  const double bytes_per_ns = gpu.hbm_bandwidth_gbps, tokens = 8192, layers = m.num_layers;
+  EXPECT_NEAR(b.f.elementwise_ns - a.f.elementwise_ns, layers * tokens * 3 * 1024 * 2 / (bytes_per_ns * 0.55), 1e-6 * a.f.elementwise_ns);
+  EXPECT_NEAR(b.i.elementwise_ns - a.i.elementwise_ns, layers * tokens * 5 * 1024 * 2 / (bytes_per_ns * 0.196), 1e-6 * a.i.elementwise_ns);
+}
+
+// FP8 casts per recipe, by hand (TP1, one stage): after TE's norm (QKV's and FC1's inputs) delayed
+// scaling writes the two copies in the norm kernel (2 B), current scaling casts the norm's BF16 output
+// with its amax known (2 + 2 B), MXFP8 quantizes on its own (6 B); the out-projection's and FC2's
+// inputs are cast on their own (4 B delayed, 6 B otherwise): Megatron's activation writes BF16.
+TEST(AnalyticCost, Fp8CastsAroundTheNormAndTheActivationByRecipeByHand) {
+  const ModelSpec m = model_preset("llama3-8b");
+  const GpuSpec gpu = gpu_preset("b200");  // MXFP8 needs Blackwell
+  const Schedule s = make_schedule("1f1b", {1, 1, 1, 0});
+  ParallelConfig c = layout(m, 1, 1, 1, 1, 1, 8192);
+  const double bf16 = sim::AnalyticCost(m, gpu, c, s.shape).stage(0).f.elementwise_ns;
+  const double t = 8192, h = m.hidden_size, q = m.num_attention_heads * m.kv_channels, f = m.ffn_hidden_size;
+  const double rate = gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency;
+  c.precision = Precision::kFp8;
+  for (const auto& [recipe, after_norm, own] : {std::tuple{Fp8Recipe::kDelayed, 2.0, 4.0}, std::tuple{Fp8Recipe::kTensorwise, 4.0, 6.0},
+                                                std::tuple{Fp8Recipe::kMxfp8, 6.0, 6.0}}) {
+    c.fp8_recipe = recipe;
+    const double fp8 = sim::AnalyticCost(m, gpu, c, s.shape).stage(0).f.elementwise_ns;
+    const double by_hand = m.num_layers * (2 * t * h * after_norm + t * (q + f) * own) / rate;
+    EXPECT_NEAR(fp8 - bf16, by_hand, 1e-6 * by_hand) << to_string(recipe);
+  }
 }
 
 // NVFP4 (TE's NVFP4BlockScaling): the linear layers' GEMMs at the FP4 peak on the FP4 curve, the

@@ -185,7 +185,7 @@ class AnalyticCost final : public CostModel {
   double peak_flops_per_ns_ = 0;  // BF16, x the sustained compute ratio
   double linear_flops_per_ns_ = 0;    // their peak, x the block-scaled FP8 GEMMs' factor (blockwise, mxfp8) and the sustained ratio
   double quantize_bytes_ = 0;         // HBM bytes per element of an unfused quantization
-  double quantize_fused_bytes_ = 0;   // the same fused into the norm or activation before it
+  double quantize_fused_bytes_ = 0;   // the same after TE's norm (fused into it, or with its amax, by recipe)
   double sp_gather_bytes_ = 0;        // bytes per element an SP all-gather of a quantized input moves
   double ep_sm_share_ = 0;         // share of the SMs the EP dispatch kernels hold (flex dispatcher)
 };
