@@ -42,14 +42,15 @@ constexpr double kQuantizeCurrentBytes = 6;
 constexpr double kQuantizeNvfp4Bytes = kQuantizeCurrentBytes * (6.453 - 3.764) / (9.147 - 6.812);
 // The gated MLP's activation as Megatron runs it: bias_swiglu_impl (megatron/core/fusions/
 // fused_bias_swiglu.py, torch.compile'd by jit_fuser; Megatron-Bridge's Llama, DeepSeek and gpt-oss
-// bridges set bias_activation_fusion; without it the eager path is slower still and is timed the same)
-// writes BF16, and its backward computes both halves and concatenates them. MoE experts run
+// bridges set bias_activation_fusion; without it Megatron runs eager PyTorch ops, which the same
+// benchmark puts at 0.31 of peak forward and 0.27 backward, timed here as the fused path) writes BF16,
+// and its backward computes both halves and concatenates them. MoE experts run
 // weighted_bias_swiglu_impl (the same kernels times the routing weights), timed alike. Measured on
 // H100 at Megatron's call shape (8192 tokens, per-rank FFN F = 8192-32768; Liger-Kernel
 // benchmark/data/all_benchmark_data.csv @ead96b61, kernel megatron_swiglu, provider megatron):
-// forward 0.220-0.859 ms for 3F bytes-per-token x 2 (read both halves, write the product): 0.55 of
+// forward 0.220-0.859 ms for 3F BF16 elements per token (read both halves, write the product): 0.55 of
 // peak HBM bandwidth; forward+backward minus forward, less the benchmark's out.sum() (F per token read,
-// ~0.05 ms at F = 8192), for 5F x 2 (read the gradient and both halves, write both): 0.196. Measured
+// ~0.05 ms at F = 8192), for 5F per token (read the gradient and both halves, write both): 0.196. Measured
 // fractions of peak, not of memory_bandwidth_efficiency: a tuned kernel moving the same bytes (Liger's)
 // reaches 0.88-0.91 forward in the same table. Other GPUs: the same fractions, unmeasured there.
 constexpr double kMegatronSwigluForwardBandwidth = 0.55;
