@@ -475,8 +475,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   const double permute_ns = memory_ns(2 * dispatch.permute_bytes);  // dispatch side + combine side
   fwd.elementwise_ns += permute_ns;
   if (moe) fwd.expert_ns = mlp_ns + act_ns + permute_ns;
-  // FP8: each linear layer's input is quantized. The QKV and dense FC1 inputs come out of the norm
-  // (TE's LayerNormLinear fuses it) on the sequence-parallel shard; the attention output, FC2's input
+  // FP8: each linear layer's input is quantized. The QKV and dense FC1 inputs come out of TE's
+  // LayerNormLinear on the sequence-parallel shard (quantize_fused_bytes_, by recipe); the attention output, FC2's input
   // (Megatron's activation writes BF16: use_te_activation_func is off by default and in NVIDIA's
   // recipes) and MoE experts' dispatched tokens are quantized on their own. In I, each GEMM's output
   // gradient, on its own (FC1's comes out of Megatron's activation backward in BF16).
