@@ -42,9 +42,11 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--moe-token-dispatcher-type", "moe_token_dispatcher_type", "allgather (Megatron's default) | alltoall | flex (docs/simulator.md, \"MoE dispatch\")"},
     {"--moe-flex-dispatcher-backend", "moe_flex_dispatcher_backend", "flex: deepep | hybridep (the SMs its kernels hold)"},
     {"--moe-load-imbalance", "moe_load_imbalance", "Busiest rank's routed tokens / the mean, 1..64 (scales its traffic and expert GEMMs)"},
+    {"--moe-expert-rank-capacity-factor", "moe_expert_rank_capacity_factor", "HybridEP's per-rank token budget / the mean: static shapes, no wait for the host (default: none)"},
     {"--moe-expert-capacity-factor", "moe_expert_capacity_factor", "An expert's capacity / the mean tokens; tokens beyond it are dropped (default: dropless)"},
     {"--cross-entropy-fusion-impl", "cross_entropy_fusion_impl", "With --cross-entropy-loss-fusion: native (default) | te (Transformer Engine 2.18 on) | te_inplace (TE before 2.18) (docs/simulator.md, \"Cross-entropy\")"},
     {"--cpu-offloading-num-layers", "cpu_offloading_num_layers", "Activation CPU offloading: the first N decoder layers' activations in host memory (pp=1, no recompute; docs/simulator.md)"},
+    {"--cuda-graph-impl", "cuda_graph_impl", "CUDA graphs: none (default) | local | transformer_engine | full_iteration; the host launches a graphed region once (docs/simulator.md, \"Host launches\")"},
     {"--cp-comm-type", "cp_comm_type", "p2p (default: ring hidden behind attention) | all_gather | a2a (Ulysses) | a2a+p2p (with --hierarchical-context-parallel-sizes)"},
 };
 struct LayoutSwitch {
@@ -58,6 +60,8 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--account-for-loss-in-pipeline-split", "account_for_loss_in_pipeline_split", "true", "The loss counts as a layer in the split"},
     {"--use-megatron-fsdp", "fsdp", "megatron", "Megatron-FSDP (default strategy optim_grads_params)"},
     {"--use-torch-fsdp2", "fsdp", "torch", "PyTorch FSDP2 (Megatron: pp=1, ep=1)"},
+    {"--enable-cuda-graph", "cuda_graph_impl", "local", "Megatron's older switch: --cuda-graph-impl local"},
+    {"--external-cuda-graph", "cuda_graph_impl", "transformer_engine", "Megatron's older switch: --cuda-graph-impl transformer_engine"},
     {"--use-distributed-optimizer", "distributed_optimizer", "true", "Shard the optimizer state over dp*cp (default)"},
     {"--overlap-grad-reduce", "overlap_grad_reduce", "true", "Reduce-scatter gradients during the backward (default)"},
     {"--no-overlap-grad-reduce", "overlap_grad_reduce", "false", "Reduce gradients after the whole backward"},
@@ -199,6 +203,8 @@ void add_config_flags(CLI::App* cmd, ConfigFlags& c) {
   };
   add_list_override("--recompute-modules", "recompute_modules",
                     "Selective recompute: core_attn mlp moe moe_act layernorm mla_up_proj shared_experts");
+  add_list_override("--cuda-graph-modules,--cuda-graph-scope", "cuda_graph_modules",
+                    "With --cuda-graph-impl local|transformer_engine: attn mlp moe moe_router moe_preprocess (none: whole layers)");
   add_list_override("--hierarchical-context-parallel-sizes", "hierarchical_context_parallel_sizes",
                     "a2a+p2p: the a2a group size, then the p2p ring size (product cp), e.g. 2 4");
   cmd->add_flag("--softmax-stored", c.softmax_stored, "Memory: keep Korthikanti's 5as/h softmax term (no flash attention)");

@@ -38,6 +38,10 @@ constexpr std::array<EnumName<CpCommType>, 4> kCpCommTypeNames = {{{CpCommType::
                                                                     {CpCommType::kAllGather, "all_gather"},
                                                                     {CpCommType::kA2a, "a2a"},
                                                                     {CpCommType::kA2aP2p, "a2a+p2p"}}};
+constexpr std::array<EnumName<CudaGraphImpl>, 4> kCudaGraphImplNames = {{{CudaGraphImpl::kNone, "none"},
+                                                                          {CudaGraphImpl::kLocal, "local"},
+                                                                          {CudaGraphImpl::kTransformerEngine, "transformer_engine"},
+                                                                          {CudaGraphImpl::kFullIteration, "full_iteration"}}};
 constexpr std::array<EnumName<CrossEntropyFusionImpl>, 3> kCrossEntropyFusionImplNames = {
     {{CrossEntropyFusionImpl::kNative, "native"}, {CrossEntropyFusionImpl::kTe, "te"}, {CrossEntropyFusionImpl::kTeInplace, "te_inplace"}}};
 
@@ -63,6 +67,8 @@ template <>
 struct ValueCodec<CpCommType> : NamedEnumCodec<CpCommType, parse_cp_comm_type> {};
 template <>
 struct ValueCodec<CrossEntropyFusionImpl> : NamedEnumCodec<CrossEntropyFusionImpl, parse_cross_entropy_fusion_impl> {};
+template <>
+struct ValueCodec<CudaGraphImpl> : NamedEnumCodec<CudaGraphImpl, parse_cuda_graph_impl> {};
 
 /// A list of names: a JSON array of strings; on a command line comma- or space-separated.
 template <>
@@ -119,7 +125,7 @@ namespace {
 
 using Field = detail::Field<ParallelConfig, int, std::optional<bool>, Recompute, bool, std::vector<int>, Precision, RecomputeMethod,
                             std::vector<std::string>, std::string, Sharding, Fsdp, double, Fp8Recipe, MoeDispatcher, CpCommType,
-                            CrossEntropyFusionImpl>;
+                            CrossEntropyFusionImpl, CudaGraphImpl>;
 
 // One row per JSON key; drives from_json, to_json and apply_override. Only gbs is required.
 const std::array kFields = {
@@ -169,11 +175,14 @@ const std::array kFields = {
     Field{"moe_load_imbalance", &ParallelConfig::moe_load_imbalance},
     Field{"moe_expert_capacity_factor", &ParallelConfig::moe_expert_capacity_factor},
     Field{"moe_pad_expert_input_to_capacity", &ParallelConfig::moe_pad_expert_input_to_capacity},
+    Field{"moe_expert_rank_capacity_factor", &ParallelConfig::moe_expert_rank_capacity_factor},
     Field{"tp_comm_overlap", &ParallelConfig::tp_comm_overlap},
     Field{"cp_comm_type", &ParallelConfig::cp_comm_type},
     Field{"hierarchical_context_parallel_sizes", &ParallelConfig::hierarchical_context_parallel_sizes},
     Field{"cross_entropy_loss_fusion", &ParallelConfig::cross_entropy_loss_fusion},
     Field{"cross_entropy_fusion_impl", &ParallelConfig::cross_entropy_fusion_impl},
+    Field{"cuda_graph_impl", &ParallelConfig::cuda_graph_impl},
+    Field{"cuda_graph_modules", &ParallelConfig::cuda_graph_modules},
 };
 
 const std::vector<std::string>& parallel_keys() {
@@ -197,6 +206,7 @@ const std::vector<std::pair<std::string_view, std::string_view>> kAliases = {
     {"global_batch_size", "gbs"},
     {"recompute_granularity", "recompute"},
     {"use_distributed_optimizer", "distributed_optimizer"},
+    {"cuda_graph_scope", "cuda_graph_modules"},  // Megatron's older name
 };
 
 std::string str(std::int64_t v) { return std::to_string(v); }
@@ -239,6 +249,25 @@ CrossEntropyFusionImpl parse_cross_entropy_fusion_impl(std::string_view text) {
   return parse_name(kCrossEntropyFusionImplNames, "cross_entropy_fusion_impl", text);
 }
 
+std::string_view to_string(CudaGraphImpl impl) { return name_of(kCudaGraphImplNames, impl); }
+CudaGraphImpl parse_cuda_graph_impl(std::string_view text) { return parse_name(kCudaGraphImplNames, "cuda_graph_impl", text); }
+
+const std::vector<std::string>& cuda_graph_module_names() {
+  static const std::vector<std::string> names = {"attn", "mlp", "moe", "moe_router", "moe_preprocess"};
+  return names;
+}
+
+bool ParallelConfig::cuda_graphed(std::string_view module) const {
+  switch (cuda_graph_impl) {
+    case CudaGraphImpl::kNone: return false;
+    case CudaGraphImpl::kFullIteration: return true;
+    case CudaGraphImpl::kLocal:
+    case CudaGraphImpl::kTransformerEngine:
+      return cuda_graph_modules.empty() || std::find(cuda_graph_modules.begin(), cuda_graph_modules.end(), module) != cuda_graph_modules.end();
+  }
+  return false;
+}
+
 const std::vector<std::string>& recompute_module_names() {
   static const std::vector<std::string> names = {"core_attn", "mlp", "moe", "moe_act", "layernorm", "mla_up_proj", "shared_experts"};
   return names;
@@ -279,7 +308,9 @@ int ParallelConfig::cp_ring_size() const {
 }
 
 double ParallelConfig::moe_busiest_load() const {
-  if (moe_expert_capacity_factor <= 0) return moe_load_imbalance;
+  if (moe_expert_capacity_factor <= 0) {
+    return moe_expert_rank_capacity_factor > 0 ? std::min(moe_load_imbalance, moe_expert_rank_capacity_factor) : moe_load_imbalance;
+  }
   return moe_pad_expert_input_to_capacity ? moe_expert_capacity_factor : std::min(moe_load_imbalance, moe_expert_capacity_factor);
 }
 
@@ -338,6 +369,70 @@ std::optional<ConfigIssue> precision_unsupported(const ParallelConfig& c, const 
   return std::nullopt;
 }
 
+// Megatron's rules on CUDA graphs (TransformerConfig.__post_init__, CudaGraphModule) where they decide
+// what can be captured: a graph needs static shapes, so a dropless MoE layer (its token counts read by
+// the host) cannot be captured whole.
+void check_cuda_graphs(const ParallelConfig& c, const ModelSpec& m, ConfigCheck& out) {
+  auto error = [&](std::string rule, std::string message) { out.errors.push_back({"cuda_graph_modules", std::move(rule), std::move(message)}); };
+  const auto& modules = c.cuda_graph_modules;
+  const auto has = [&](std::string_view name) { return std::find(modules.begin(), modules.end(), name) != modules.end(); };
+  const auto& names = cuda_graph_module_names();
+  for (const std::string& module : modules) {
+    if (std::find(names.begin(), names.end(), module) == names.end()) {
+      error("cuda_graph_module_name", "cuda_graph_modules: '" + module + "' is not one of " + join(names));
+    }
+  }
+  if (c.cuda_graph_impl == CudaGraphImpl::kNone) {
+    if (!modules.empty()) {
+      out.warnings.push_back({"cuda_graph_modules", "cuda_graph_modules_need_impl",
+                              "cuda_graph_modules has no effect with cuda_graph_impl=none (as in Megatron): nothing is graphed"});
+    }
+    return;
+  }
+  if (c.cuda_graph_impl == CudaGraphImpl::kFullIteration && !modules.empty()) {
+    error("full_iteration_takes_no_modules", "cuda_graph_modules must be empty with cuda_graph_impl=full_iteration (it captures everything)");
+  }
+  const bool moe_model = m.num_experts > 0;
+  if (has("moe_preprocess") && !has("moe_router") && c.cuda_graph_impl == CudaGraphImpl::kTransformerEngine) {
+    error("moe_preprocess_needs_moe_router", "cuda_graph_modules: moe_preprocess needs moe_router (Megatron)");
+  }
+  if (has("moe") && has("moe_router")) error("moe_excludes_moe_router", "cuda_graph_modules must not contain both moe and moe_router (Megatron)");
+  if (!moe_model && (has("moe") || has("moe_router") || has("moe_preprocess"))) {
+    error("moe_graph_needs_moe", "cuda_graph_modules: moe, moe_router and moe_preprocess need an MoE model ('" + m.name + "' is dense)");
+  }
+  if (moe_model && has("mlp") && m.num_moe_layers() == m.num_layers) {
+    error("mlp_graph_needs_dense_layers", "cuda_graph_modules: mlp graphs dense MLPs, and every layer of '" + m.name + "' is MoE");
+  }
+  // A whole MoE layer (the moe module, a whole-layer capture, a whole iteration) must not wait for the
+  // host in the middle: only drop-and-pad runs static shapes.
+  const bool whole_moe = has("moe") || modules.empty();
+  if (moe_model && whole_moe && c.moe_dispatch_waits_for_host()) {
+    error("moe_graph_needs_drop_and_pad",
+          std::string(c.cuda_graph_impl == CudaGraphImpl::kFullIteration ? "cuda_graph_impl=full_iteration"
+                      : modules.empty()                                   ? "cuda_graph_impl=" + std::string(to_string(c.cuda_graph_impl)) + " with no cuda_graph_modules (whole layers)"
+                                                                          : "cuda_graph_modules: moe") +
+              " needs static MoE shapes: set moe_expert_capacity_factor and moe_pad_expert_input_to_capacity (a dropless dispatch waits for the "
+              "host; graph attn, moe_router and moe_preprocess instead)");
+  }
+  if (has("moe_preprocess") && c.moe_token_dispatcher_type == MoeDispatcher::kAlltoall && c.moe_expert_capacity_factor > 0 &&
+      !c.moe_pad_expert_input_to_capacity) {
+    error("moe_preprocess_excludes_token_drop",
+          "cuda_graph_modules: moe_preprocess cannot be graphed with the alltoall dispatcher and a capacity factor without padding (Megatron: "
+          "its preprocess copies counts to the host)");
+  }
+  if (c.cpu_offloading_num_layers > 0 && c.cuda_graph_impl != CudaGraphImpl::kFullIteration) {
+    error("cuda_graphs_exclude_cpu_offloading", "cuda_graph_impl=" + std::string(to_string(c.cuda_graph_impl)) +
+                                                    " excludes cpu_offloading_num_layers (Megatron: CUDA graphs not supported with CPU offloading)");
+  }
+  if (c.recompute == Recompute::kFull && c.cuda_graph_impl != CudaGraphImpl::kFullIteration) {
+    error("full_recompute_needs_full_iteration", "recompute=full needs cuda_graph_impl=full_iteration or none, got " +
+                                                     std::string(to_string(c.cuda_graph_impl)) + " (Megatron)");
+  }
+  if (c.cuda_graph_impl == CudaGraphImpl::kTransformerEngine && c.recomputes_module("moe") && has("moe_router")) {
+    error("moe_recompute_excludes_router_graph", "recompute_modules: moe excludes the moe_router CUDA graph with cuda_graph_impl=transformer_engine (Megatron)");
+  }
+}
+
 ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gpu) {
   ConfigCheck out;
   auto error = [&](std::string field, std::string rule, std::string message) {
@@ -383,6 +478,14 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (c.moe_pad_expert_input_to_capacity && c.moe_token_dispatcher_type == MoeDispatcher::kFlex && c.moe_flex_dispatcher_backend == "deepep") {
     error("moe_pad_expert_input_to_capacity", "deepep_cannot_pad",
           "moe_pad_expert_input_to_capacity is not supported by moe_token_dispatcher_type=flex with moe_flex_dispatcher_backend=deepep (Megatron)");
+  }
+  if (!(c.moe_expert_rank_capacity_factor >= 0 && c.moe_expert_rank_capacity_factor <= 64)) {
+    error("moe_expert_rank_capacity_factor", "range",
+          "moe_expert_rank_capacity_factor=" + number_text(c.moe_expert_rank_capacity_factor) + " must be within [0, 64] (0 = none)");
+  } else if (c.moe_expert_rank_capacity_factor > 0 &&
+             (c.moe_token_dispatcher_type != MoeDispatcher::kFlex || c.moe_flex_dispatcher_backend != "hybridep")) {
+    error("moe_expert_rank_capacity_factor", "rank_capacity_needs_hybridep",
+          "moe_expert_rank_capacity_factor needs moe_token_dispatcher_type=flex with moe_flex_dispatcher_backend=hybridep (Megatron)");
   }
   if (c.moe_flex_dispatcher_backend != "deepep" && c.moe_flex_dispatcher_backend != "hybridep") {
     error("moe_flex_dispatcher_backend", "name",
@@ -604,6 +707,10 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
             "cpu_offloading_num_layers needs the GPU's host link: '" + gpu.name + "' has no host_link_bandwidth_gbps");
     }
   }
+
+  // CUDA graphs: Megatron's rules (TransformerConfig.__post_init__, CudaGraphModule), where they shape
+  // what pipelab times.
+  check_cuda_graphs(c, m, out);
 
   // Recompute options belong to one granularity each.
   if (c.recompute != Recompute::kFull && (c.recompute_num_layers > 0 || c.recompute_method != RecomputeMethod::kUniform)) {

@@ -237,6 +237,54 @@ TEST_F(ParallelRules, AllgatherDispatcherAcrossNodesWarns) {
 
 // Megatron's token drop: an expert computes at most capacity_factor x the mean tokens, exactly that
 // when padded; padding needs the factor, and DeepEP is dropless only.
+// CUDA graphs as Megatron allows them: a graph needs static shapes, so a dropless MoE layer is graphed
+// in parts (attention, router, preprocessing), whole only when dropped and padded.
+TEST_F(ParallelRules, CudaGraphsNeedStaticShapes) {
+  const ModelSpec qwen = model_preset("qwen3-30b-a3b");
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  ParallelConfig c{.tp = 1, .pp = 1, .ep = 8, .world = 8, .gbs = 8};
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  c.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
+  c.cuda_graph_modules = {"attn", "moe_router", "moe_preprocess"};
+  EXPECT_TRUE(check(c, qwen, gpu).ok());
+  EXPECT_TRUE(c.cuda_graphed("attn"));
+  EXPECT_FALSE(c.cuda_graphed("moe"));
+
+  c.cuda_graph_modules = {};  // whole layers: the dispatch waits for the host mid-layer
+  const ConfigCheck whole = check(c, qwen, gpu);
+  EXPECT_TRUE(has_rule(whole.errors, "cuda_graph_modules", "moe_graph_needs_drop_and_pad"));
+  EXPECT_THAT(all_messages(whole.errors), HasSubstr("needs static MoE shapes: set moe_expert_capacity_factor and moe_pad_expert_input_to_capacity"));
+  c.moe_expert_capacity_factor = 1;
+  c.moe_pad_expert_input_to_capacity = true;
+  EXPECT_TRUE(check(c, qwen, gpu).ok());
+  EXPECT_TRUE(c.cuda_graphed("moe"));
+
+  c.cuda_graph_modules = {"moe_preprocess"};
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu).errors, "cuda_graph_modules", "moe_preprocess_needs_moe_router"));
+  c.cuda_graph_modules = {"moe", "moe_router"};
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu).errors, "cuda_graph_modules", "moe_excludes_moe_router"));
+  c.cuda_graph_modules = {"attention"};
+  EXPECT_THAT(all_messages(check(c, qwen, gpu).errors), HasSubstr("cuda_graph_modules: 'attention' is not one of attn, mlp, moe, moe_router, moe_preprocess"));
+  c.cuda_graph_modules = {"mlp"};
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu).errors, "cuda_graph_modules", "mlp_graph_needs_dense_layers"));
+  c.cuda_graph_impl = CudaGraphImpl::kFullIteration;
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu).errors, "cuda_graph_modules", "full_iteration_takes_no_modules"));
+  c.cuda_graph_impl = CudaGraphImpl::kNone;
+  const ConfigCheck unused = check(c, qwen, gpu);
+  EXPECT_TRUE(unused.ok());
+  EXPECT_TRUE(has_rule(unused.warnings, "cuda_graph_modules", "cuda_graph_modules_need_impl"));
+
+  const ModelSpec llama = model_preset("llama3-8b");
+  ParallelConfig dense{.tp = 1, .pp = 1, .world = 8, .gbs = 8};
+  dense.cuda_graph_impl = CudaGraphImpl::kLocal;
+  dense.cuda_graph_modules = {"moe_router"};
+  EXPECT_TRUE(has_rule(check(dense, llama, gpu).errors, "cuda_graph_modules", "moe_graph_needs_moe"));
+  dense.cuda_graph_modules = {};
+  EXPECT_TRUE(check(dense, llama, gpu).ok());
+  dense.recompute = Recompute::kFull;
+  EXPECT_TRUE(has_rule(check(dense, llama, gpu).errors, "cuda_graph_modules", "full_recompute_needs_full_iteration"));
+}
+
 TEST_F(ParallelRules, CapacityFactorCapsOrPadsTheBusiestExperts) {
   const ModelSpec qwen = model_preset("qwen3-30b-a3b");
   ParallelConfig c;
@@ -271,6 +319,17 @@ TEST_F(ParallelRules, CapacityFactorCapsOrPadsTheBusiestExperts) {
   EXPECT_THAT(all_messages(unpadded.errors), HasSubstr("moe_pad_expert_input_to_capacity needs moe_expert_capacity_factor > 0"));
   c.moe_expert_capacity_factor = -1;
   EXPECT_TRUE(has_rule(check(c, qwen, gpu_preset("h100-sxm")).errors, "moe_expert_capacity_factor", "range"));
+
+  // HybridEP's per-rank budget: static buffers, no wait for the host; beyond it tokens are dropped.
+  c.moe_expert_capacity_factor = 0;
+  c.moe_pad_expert_input_to_capacity = false;
+  c.moe_load_imbalance = 2;
+  c.moe_expert_rank_capacity_factor = 1.5;
+  EXPECT_TRUE(check(c, qwen, gpu_preset("h100-sxm")).ok());
+  EXPECT_FALSE(c.moe_dispatch_waits_for_host());
+  EXPECT_EQ(c.moe_busiest_load(), 1.5);
+  c.moe_flex_dispatcher_backend = "deepep";
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu_preset("h100-sxm")).errors, "moe_expert_rank_capacity_factor", "rank_capacity_needs_hybridep"));
 }
 
 // Megatron's rules for activation CPU offloading, and the host link pipelab times it on.

@@ -72,6 +72,18 @@ CrossEntropyFusionImpl parse_cross_entropy_fusion_impl(std::string_view text);
 /// Megatron's --recompute-modules names (selective recompute).
 const std::vector<std::string>& recompute_module_names();
 
+/// Megatron's --cuda-graph-impl: no CUDA graphs; per-layer graphs of the --cuda-graph-modules regions
+/// (the whole layer when none are named), captured by Megatron (local) or by Transformer Engine's
+/// make_graphed_callables (transformer_engine); or one graph of the whole forward and backward
+/// (full_iteration). A graph replays its region's kernels with one launch from the host.
+enum class CudaGraphImpl { kNone, kLocal, kTransformerEngine, kFullIteration };
+std::string_view to_string(CudaGraphImpl impl);
+CudaGraphImpl parse_cuda_graph_impl(std::string_view text);
+
+/// Megatron's --cuda-graph-modules names (CudaGraphModule): attention, a dense MLP, a whole MoE layer
+/// (drop-and-pad only), the MoE router and its preprocessing.
+const std::vector<std::string>& cuda_graph_module_names();
+
 /// A parallel layout. dp = 0 or world = 0 means "derive it" (resolve()); seq_length = 0 means the
 /// model's default; sequence_parallel unset means "on when tp > 1" (Megatron's usual choice).
 struct ParallelConfig {
@@ -130,6 +142,9 @@ struct ParallelConfig {
   double moe_load_imbalance = 1.0;                // busiest rank's tokens / the mean (NVIDIA's tables force 1)
   double moe_expert_capacity_factor = 0;          // an expert's capacity / the mean tokens, beyond it dropped; 0 = dropless (Megatron's None)
   bool moe_pad_expert_input_to_capacity = false;  // every expert padded to its capacity (needs the factor)
+  // HybridEP's per-rank token budget (Megatron's --moe-expert-rank-capacity-factor): static buffers, so
+  // the dispatch does not wait for the host; tokens beyond it dropped. 0 = none (dropless).
+  double moe_expert_rank_capacity_factor = 0;
   bool tp_comm_overlap = false;                   // TE userbuffers: TP collectives pipelined with the GEMMs
   CpCommType cp_comm_type = CpCommType::kP2p;
   // The loss over the vocabulary (docs/simulator.md, "Cross-entropy"): fused by Megatron's own kernels,
@@ -140,6 +155,10 @@ struct ParallelConfig {
   // a2a+p2p: {a2a group, p2p group} sizes, a2a over adjacent CP ranks (Megatron's
   // --hierarchical-context-parallel-sizes; their product is cp).
   std::vector<int> hierarchical_context_parallel_sizes;
+  // CUDA graphs (docs/simulator.md, "Host launches"): Megatron's --cuda-graph-impl and
+  // --cuda-graph-modules (older --cuda-graph-scope); no modules with a per-layer impl = whole layers.
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
+  std::vector<std::string> cuda_graph_modules;
 
   bool operator==(const ParallelConfig&) const = default;
 
@@ -153,17 +172,21 @@ struct ParallelConfig {
   /// 1 without a ring (cp = 1, all_gather, a2a). A valid a2a+p2p config holds both sizes when cp > 1.
   int cp_ring_size() const;
   /// MoE: the busiest EP rank's routed tokens / the mean, as its experts compute them and the dispatch
-  /// moves them: moe_load_imbalance, capped at the capacity factor (tokens beyond it dropped), or the
-  /// capacity itself when padded to it.
+  /// moves them: moe_load_imbalance, capped at the capacity factor (tokens beyond it dropped) or at
+  /// HybridEP's per-rank budget, or the capacity itself when padded to it.
   double moe_busiest_load() const;
   /// MoE: whether the token dispatch waits for the host (the token counts copied to the host, needed
   /// for the all-to-all splits and grouped GEMM sizes): always with allgather (Megatron copies its
-  /// local map's counts whatever the capacity), else unless padded to capacity (static shapes).
+  /// local map's counts whatever the capacity), else unless padded to capacity or given HybridEP's
+  /// per-rank budget (static shapes).
   bool moe_dispatch_waits_for_host() const {
-    return moe_token_dispatcher_type == MoeDispatcher::kAllgather || !moe_pad_expert_input_to_capacity;
+    return moe_token_dispatcher_type == MoeDispatcher::kAllgather || !(moe_pad_expert_input_to_capacity || moe_expert_rank_capacity_factor > 0);
   }
   /// Expert data parallel: the ranks of tp * cp * dp that hold the same experts, (tp*cp*dp) / (ep*etp).
   int expert_dp() const;
+  /// Whether a CUDA graph replays `module` (a cuda_graph_module_names() entry): named with a per-layer
+  /// impl, every module of a whole-layer capture, or full_iteration.
+  bool cuda_graphed(std::string_view module) const;
   /// Whether selective recompute re-runs `module` (Megatron's --recompute-modules; core_attn when
   /// none are listed). False without selective recompute.
   bool recomputes_module(std::string_view module) const;
