@@ -63,6 +63,7 @@ const std::array kFields = {
     Field{"nic_latency_ns", &GpuSpec::nic_latency_ns, true},
     Field{"kernel_launch_overhead_ns", &GpuSpec::kernel_launch_overhead_ns, true},
     Field{"moe_sync_gap_ns", &GpuSpec::moe_sync_gap_ns},  // absent = 0, not modelled
+    Field{"host_launch_ns", &GpuSpec::host_launch_ns},    // absent = 0, not modelled
     Field{"gemm_efficiency_curve", &GpuSpec::gemm_efficiency_curve, true},
     Field{"fp8_gemm_efficiency_curve", &GpuSpec::fp8_gemm_efficiency_curve},  // absent = the BF16 curve
     Field{"fp4_gemm_efficiency_curve", &GpuSpec::fp4_gemm_efficiency_curve},  // absent = the FP8 curve
@@ -202,6 +203,7 @@ void validate(const GpuSpec& g, std::string_view context) {
   within("nic_latency_ns", g.nic_latency_ns, 0, kMaxLatencyNs);
   within("kernel_launch_overhead_ns", g.kernel_launch_overhead_ns, 0, kMaxLatencyNs);
   within("moe_sync_gap_ns", g.moe_sync_gap_ns, 0, kMaxLatencyNs);
+  within("host_launch_ns", g.host_launch_ns, 0, kMaxLatencyNs);
   check_curve(g.gemm_efficiency_curve, "gemm_efficiency_curve", true, errors);
   check_curve(g.fp8_gemm_efficiency_curve, "fp8_gemm_efficiency_curve", false, errors);
   check_curve(g.fp4_gemm_efficiency_curve, "fp4_gemm_efficiency_curve", false, errors);

@@ -13,6 +13,7 @@
 #include "pipelab/profiles/flops.h"
 #include "pipelab/sim/activation_offload.h"
 #include "pipelab/sim/cross_entropy.h"
+#include "pipelab/sim/host_launches.h"
 #include "pipelab/sim/moe_dispatch.h"
 #include "pipelab/sim/stage_layers.h"
 
@@ -131,6 +132,8 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   ep_host_gap_ns += o.ep_host_gap_ns;
   cp_comm_ns += o.cp_comm_ns;
   launch_ns += o.launch_ns;
+  host_wait_ns += o.host_wait_ns;
+  host_ns += o.host_ns;
   tp_comm_hidden_by_wgrad_ns += o.tp_comm_hidden_by_wgrad_ns;
   expert_ns += o.expert_ns;
   flops += o.flops;
@@ -187,8 +190,12 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
   const std::optional<MemoryModel> offload_sizes =
       cfg.cpu_offloading_num_layers > 0 ? std::optional<MemoryModel>(std::in_place, geometry_, shape, memory) : std::nullopt;
   std::vector<OffloadLayer> offload_layers;
+  struct HostGpu {
+    double host_ns = 0, gpu_ns = 0;
+  };
   for (const LayerRange& range : stage_layers(g.model(), cfg, shape)) {
     StageCost c;
+    HostGpu synced_f;  // the forwards timed layer by layer above
     offload_layers.clear();
     for (int i = 0; i < range.count; ++i) {
       // Full recompute: every layer (uniform), or a chunk's first recompute_num_layers (block).
@@ -199,6 +206,14 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       c.f += layer.f;
       c.i += layer.i;
       c.w += layer.w;
+      // The host cannot launch across a dispatch's wait for it: a MoE layer's forward is its own
+      // stretch, the GPU waiting where its host time exceeds the GPU's (less the gap already charged).
+      if (g.model().is_moe_layer(range.first + i) && cfg.moe_dispatch_waits_for_host()) {
+        const double gpu_ns = layer.f.total_ns() - layer.f.ep_host_gap_ns;
+        c.f.host_wait_ns += std::max(0.0, layer.f.host_ns - gpu_ns);
+        synced_f.host_ns += layer.f.host_ns;
+        synced_f.gpu_ns += gpu_ns;
+      }
       if (offload_sizes) {
         const int l = range.first + i;
         const double copy = l < cfg.cpu_offloading_num_layers
@@ -212,6 +227,14 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       c.f.offload_ns += stall.forward_ns;
       c.i.offload_ns += stall.backward_ns;
     }
+    // Elsewhere the host runs ahead of the GPU across layers: over the stage's pass, the GPU waits for
+    // what the host needs beyond the GPU's time.
+    const auto host_wait = [](double host_ns, double gpu_ns) { return std::max(0.0, host_ns - gpu_ns); };
+    c.f.host_wait_ns += host_wait(c.f.host_ns - synced_f.host_ns, c.f.total_ns() - c.f.host_wait_ns - synced_f.gpu_ns - c.f.ep_host_gap_ns);
+    const double i_gpu_ns = c.i.total_ns(), w_gpu_ns = c.w.total_ns();
+    const double b_wait_ns = host_wait(c.i.host_ns + c.w.host_ns, i_gpu_ns + w_gpu_ns);
+    c.i.host_wait_ns = host_wait(c.i.host_ns, i_gpu_ns);
+    c.w.host_wait_ns = host_wait(c.w.host_ns, w_gpu_ns);
     if (range.has_embedding) {
       c.f += embedding_pass(Pass::F);
       c.w += embedding_pass(Pass::W);
@@ -230,11 +253,12 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     // What the engine asks per action, computed once.
     PassCost b = c.i;
     b += c.w;
+    b.host_wait_ns = b_wait_ns;
     StageTotals t;
     t.f_ns = limits::saturated_ns(c.f.total_ns());
     t.i_ns = limits::saturated_ns(c.i.without_wgrad().total_ns());
     t.w_ns = limits::saturated_ns(c.w.total_ns());
-    t.b_ns = limits::saturated_ns(c.i.total_ns() + c.w.total_ns());
+    t.b_ns = limits::saturated_ns(c.i.total_ns() + c.w.total_ns() - c.i.host_wait_ns - c.w.host_wait_ns + b_wait_ns);
     t.f_flops = c.f.flops;
     t.i_flops = c.i.flops;
     t.w_flops = c.w.flops;
@@ -563,8 +587,10 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // prefetched, so only what the layer's own compute cannot hide is exposed.
   const double fsdp_gather_ns = fsdp_layer_ns(layer, /*gradients=*/false);
 
+  const LayerLaunches launches = layer_launches(m, c, layer, full_recompute);
   if (pass == Pass::F) {
     fwd.dp_comm_ns = std::max(0.0, fsdp_gather_ns - fwd.compute_ns());
+    fwd.host_ns = launches.forward * gpu_.host_launch_ns;
     return fwd;
   }
   if (pass == Pass::W) {
@@ -574,6 +600,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     wgrad.flops = lf.weight_grad();
     if (moe) wgrad.expert_ns = mlp_ns;
     wgrad.dp_comm_ns = std::max(0.0, fsdp_layer_ns(layer, /*gradients=*/true) - wgrad.compute_ns());
+    wgrad.host_ns = launches.weight_grad * gpu_.host_launch_ns;
     return wgrad;
   }
   // I: dgrad GEMMs as many FLOPs as the forward's; the attention backward kernel; elementwise backward
@@ -630,6 +657,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     }
   }
   in.dp_comm_ns = std::max(0.0, fsdp_gather_ns - in.compute_ns());
+  in.host_ns = launches.input_grad * gpu_.host_launch_ns;
   return in;
 }
 

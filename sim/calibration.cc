@@ -36,6 +36,7 @@ ParamBounds calibration_bounds(CalibrationParam param) {
     case CalibrationParam::KernelLaunchOverheadNs: return {100, 20000};
     case CalibrationParam::MemoryBandwidthEfficiency: return {0.5, 1.0};
     case CalibrationParam::MoeSyncGapNs: return {10e3, 5e6};
+    case CalibrationParam::HostLaunchNs: return {1e3, 200e3};
   }
   return {1, 1};
 }
@@ -72,6 +73,7 @@ double param_value(const GpuSpec& gpu, CalibrationParam param) {
     case CalibrationParam::KernelLaunchOverheadNs: return gpu.kernel_launch_overhead_ns;
     case CalibrationParam::MemoryBandwidthEfficiency: return gpu.memory_bandwidth_efficiency;
     case CalibrationParam::MoeSyncGapNs: return gpu.moe_sync_gap_ns;
+    case CalibrationParam::HostLaunchNs: return gpu.host_launch_ns;
   }
   return 0;
 }
@@ -104,6 +106,7 @@ GpuSpec with_param(GpuSpec gpu, CalibrationParam param, double value) {
     case CalibrationParam::KernelLaunchOverheadNs: gpu.kernel_launch_overhead_ns = value; break;
     case CalibrationParam::MemoryBandwidthEfficiency: gpu.memory_bandwidth_efficiency = value; break;
     case CalibrationParam::MoeSyncGapNs: gpu.moe_sync_gap_ns = value; break;
+    case CalibrationParam::HostLaunchNs: gpu.host_launch_ns = value; break;
   }
   return gpu;
 }

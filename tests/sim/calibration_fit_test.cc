@@ -173,10 +173,10 @@ TEST(Calibration, UnknownParameterNamesTheValidOnes) {
   };
   EXPECT_EQ(error_of("gemm_scale,nvlink_speed"),
             "calibration parameter='nvlink_speed' must be one of: gemm_scale, fp8_gemm_scale, fp4_gemm_scale, attention_scale, collective_efficiency, "
-            "kernel_launch_overhead_ns, memory_bandwidth_efficiency, moe_sync_gap_ns");
+            "kernel_launch_overhead_ns, memory_bandwidth_efficiency, moe_sync_gap_ns, host_launch_ns");
   EXPECT_EQ(error_of("gemm_scale,gemm_scale"), "calibration parameter 'gemm_scale' is named twice");
   EXPECT_EQ(error_of(" , "), "no calibration parameter named; valid: gemm_scale, fp8_gemm_scale, fp4_gemm_scale, attention_scale, collective_efficiency, "
-                             "kernel_launch_overhead_ns, memory_bandwidth_efficiency, moe_sync_gap_ns");
+                             "kernel_launch_overhead_ns, memory_bandwidth_efficiency, moe_sync_gap_ns, host_launch_ns");
 }
 
 TEST(Calibration, ExcludesRunsThatDoNotSimulateAndSaysWhy) {

@@ -60,6 +60,10 @@ struct GpuSpec {
   /// counts copied to the host), while the host refills the launch queue the wait emptied. A property
   /// of the node's host and software as much as of the GPU; 0 = not modelled.
   double moe_sync_gap_ns = 0;
+  /// Host CPU time per eager kernel launch (Python, PyTorch dispatch, Transformer Engine's module code,
+  /// the launch): a pass whose kernels the GPU runs faster than the host launches them waits for the
+  /// host (sim/host_launches.h). A property of the node's host and software; 0 = not modelled.
+  double host_launch_ns = 0;
   std::vector<GemmEfficiencyPoint> gemm_efficiency_curve;  // BF16, of peak_bf16_tflops; strictly increasing flops
   /// FP8 GEMMs, of peak_fp8_tflops (quantization kernels not included); empty = the BF16 curve.
   std::vector<GemmEfficiencyPoint> fp8_gemm_efficiency_curve;

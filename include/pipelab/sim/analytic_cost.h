@@ -48,13 +48,17 @@ struct PassCost {
   double dp_comm_ns = 0;  // FSDP's per-layer weight gathers and gradient reduce-scatters, exposed part only
   double offload_ns = 0;  // the GPU waiting for activation CPU offloading's copies (F: offloads; I: reloads)
   double launch_ns = 0;
+  // The GPU waiting for the host to launch the pass's kernels (sim/host_launches.h): the host's time
+  // beyond the GPU's, set per stage once the layers are summed (host_ns is the host's time itself).
+  double host_wait_ns = 0;
+  double host_ns = 0;  // host CPU time launching the pass's kernels; not GPU time
   double expert_ns = 0;  // of the compute above, the MoE experts' share (MLP GEMMs, activation, permutes)
   double flops = 0;
   // I only: of the TP collectives the wgrad GEMMs run beside (TE's async input-gradient reduce-scatter),
   // the part they hide -- not in tp_comm_ns, and exposed when W does not follow I (without_wgrad).
   double tp_comm_hidden_by_wgrad_ns = 0;
 
-  double compute_ns() const { return gemm_ns + attention_ns + elementwise_ns + launch_ns; }
+  double compute_ns() const { return gemm_ns + attention_ns + elementwise_ns + launch_ns + host_wait_ns; }
   double total_ns() const { return compute_ns() + tp_comm_ns + ep_comm_ns + cp_comm_ns + dp_comm_ns + offload_ns; }
   /// This I run on its own, its W later (zero-bubble schedules): nothing beside it hides those collectives.
   PassCost without_wgrad() const {

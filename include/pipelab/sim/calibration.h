@@ -34,9 +34,10 @@ enum class CalibrationParam : std::uint8_t {
   KernelLaunchOverheadNs,     // GpuSpec::kernel_launch_overhead_ns
   MemoryBandwidthEfficiency,  // GpuSpec::memory_bandwidth_efficiency
   MoeSyncGapNs,               // GpuSpec::moe_sync_gap_ns
+  HostLaunchNs,               // GpuSpec::host_launch_ns
 };
 
-inline constexpr std::array<EnumName<CalibrationParam>, 8> kCalibrationParamNames = {{
+inline constexpr std::array<EnumName<CalibrationParam>, 9> kCalibrationParamNames = {{
     {CalibrationParam::GemmScale, "gemm_scale"},
     {CalibrationParam::Fp8GemmScale, "fp8_gemm_scale"},
     {CalibrationParam::Fp4GemmScale, "fp4_gemm_scale"},
@@ -45,6 +46,7 @@ inline constexpr std::array<EnumName<CalibrationParam>, 8> kCalibrationParamName
     {CalibrationParam::KernelLaunchOverheadNs, "kernel_launch_overhead_ns"},
     {CalibrationParam::MemoryBandwidthEfficiency, "memory_bandwidth_efficiency"},
     {CalibrationParam::MoeSyncGapNs, "moe_sync_gap_ns"},
+    {CalibrationParam::HostLaunchNs, "host_launch_ns"},
 }};
 
 /// The search interval of a parameter; the search runs in log space between the bounds.
