@@ -106,6 +106,7 @@ reports::Summary summary_of(const plan::PlanPoint& p) {
           .exposed_cp_comm_ns = std::llround(p.in_action_comm.cp_ns),
           .exposed_fsdp_comm_ns = std::llround(p.in_action_comm.fsdp_ns),
           .exposed_offload_ns = std::llround(p.in_action_comm.offload_ns),
+          .host_wait_ns = std::llround(p.in_action_comm.host_ns),
           .optimizer_step_ns = p.optimizer_step_ns};
 }
 

@@ -21,6 +21,7 @@ reports::TimelineResult simulated_timeline(const sim::SimulationOutcome& o, bool
                                .exposed_cp_comm_ns = std::llround(o.in_action_comm.cp_ns),
                                .exposed_fsdp_comm_ns = std::llround(o.in_action_comm.fsdp_ns),
                                .exposed_offload_ns = std::llround(o.in_action_comm.offload_ns),
+                               .host_wait_ns = std::llround(o.in_action_comm.host_ns),
                                .optimizer_step_ns = o.optimizer_step_ns,
                                .phases = detailed ? o.phases : std::vector<ActionPhases>{},
                                .phase_totals = o.phase_totals};

@@ -44,7 +44,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
       "makespan_ns,bubble_ratio,tflops_per_gpu,mfu,tokens_per_s_per_gpu,max_peak_memory_bytes,peak_memory_bytes,"
       "exposed_comm_ns,memory_capacity_bytes,oom,model_flops,tokens_per_iteration,pipeline_bubble_ratio,stage_imbalance,"
       "exposed_pp_comm_ns,exposed_dp_comm_ns,other_idle_ns,exposed_tp_comm_ns,exposed_ep_comm_ns,exposed_cp_comm_ns,"
-      "exposed_fsdp_comm_ns,exposed_offload_ns,span_bubble_rate,optimizer_step_ns,";
+      "exposed_fsdp_comm_ns,exposed_offload_ns,host_wait_ns,span_bubble_rate,optimizer_step_ns,";
   const std::string no_results(static_cast<std::size_t>(std::count(kResultColumns.begin(), kResultColumns.end(), ',')), ',');
   os << "input,kind,schedule,source,status,error,model,gpu,tp,pp,vp,cp,ep,dp,gpus,mbs,gbs,microbatches,seq_length,"
      << kResultColumns << "iterations\n";
@@ -79,7 +79,7 @@ std::string render_summary_csv(const std::vector<ReportInput>& inputs) {
            << json_number(m.model_flops) << "," << m.tokens_per_iteration << "," << json_number(m.pipeline_bubble_ratio) << ","
            << json_number(m.stage_imbalance) << "," << m.exposed_pp_comm_ns << "," << m.exposed_dp_comm_ns << "," << m.other_idle_ns
            << "," << m.exposed_tp_comm_ns << "," << m.exposed_ep_comm_ns << "," << m.exposed_cp_comm_ns << ","
-           << m.exposed_fsdp_comm_ns << "," << m.exposed_offload_ns << "," << json_number(m.span_bubble_rate) << "," << m.optimizer_step_ns << ","
+           << m.exposed_fsdp_comm_ns << "," << m.exposed_offload_ns << "," << m.host_wait_ns << "," << json_number(m.span_bubble_rate) << "," << m.optimizer_step_ns << ","
            << config_iterations(c) << "\n";
       }
     }

@@ -29,7 +29,7 @@ struct Field {
 // In the order the loader checks them (the first problem is the one reported).
 // The idle split, span bubble rate, in-action communication and optimizer step came later: older files lack them
 // (read as 0).
-inline constexpr std::array<Field<Summary>, 23> kSummaryFields{{
+inline constexpr std::array<Field<Summary>, 24> kSummaryFields{{
     {"makespan_ns", &Summary::makespan_ns},
     {"bubble_ratio", &Summary::bubble_ratio},
     {"tflops_per_gpu", &Summary::tflops_per_gpu},
@@ -52,6 +52,7 @@ inline constexpr std::array<Field<Summary>, 23> kSummaryFields{{
     {"exposed_cp_comm_ns", &Summary::exposed_cp_comm_ns, false},
     {"exposed_fsdp_comm_ns", &Summary::exposed_fsdp_comm_ns, false},
     {"exposed_offload_ns", &Summary::exposed_offload_ns, false},
+    {"host_wait_ns", &Summary::host_wait_ns, false},
     {"optimizer_step_ns", &Summary::optimizer_step_ns, false},
 }};
 

@@ -67,7 +67,8 @@ std::string idle_breakdown(const Summary& m, int iterations) {
   out += " (zero-bubble paper's rate " + pct(m.span_bubble_rate) + ")";
   std::string in_compute;
   for (const auto& [name, ns] : {std::pair<const char*, std::int64_t>{"TP", m.exposed_tp_comm_ns}, {"EP", m.exposed_ep_comm_ns},
-                                 {"CP", m.exposed_cp_comm_ns}, {"FSDP", m.exposed_fsdp_comm_ns}, {"activation offload", m.exposed_offload_ns}}) {
+                                 {"CP", m.exposed_cp_comm_ns}, {"FSDP", m.exposed_fsdp_comm_ns}, {"activation offload", m.exposed_offload_ns},
+                                 {"host launches", m.host_wait_ns}}) {
     if (ns > 0) in_compute += (in_compute.empty() ? "" : ", ") + std::string(name) + " " + ms(ns / iterations);
   }
   if (!in_compute.empty()) out += "; in compute: " + in_compute;

@@ -36,6 +36,7 @@ TimelineResult make_timeline_result(TimelineFacts facts, const TimelineMetrics& 
   s.exposed_cp_comm_ns = facts.exposed_cp_comm_ns;
   s.exposed_fsdp_comm_ns = facts.exposed_fsdp_comm_ns;
   s.exposed_offload_ns = facts.exposed_offload_ns;
+  s.host_wait_ns = facts.host_wait_ns;
   s.optimizer_step_ns = facts.optimizer_step_ns;
   s.memory_capacity_bytes = facts.memory_capacity_bytes;
   s.model_flops = facts.model_flops;

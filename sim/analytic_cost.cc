@@ -270,6 +270,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.f_host_gap_ns = c.f.ep_host_gap_ns;
     t.b_ep_ns = b.ep_comm_ns;
     t.f_expert_ns = c.f.expert_ns;
+    t.b_host_wait_ns = b_wait_ns;
     t.b_expert_ns = b.expert_ns;
     totals_.push_back(t);
   }
@@ -794,7 +795,7 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
 
 namespace {
 
-InActionComm pass_comm(const PassCost& p) { return {p.tp_comm_ns, p.ep_comm_ns, p.cp_comm_ns, p.dp_comm_ns, p.offload_ns}; }
+InActionComm pass_comm(const PassCost& p) { return {p.tp_comm_ns, p.ep_comm_ns, p.cp_comm_ns, p.dp_comm_ns, p.offload_ns, p.host_wait_ns}; }
 
 }  // namespace
 
@@ -808,12 +809,14 @@ InActionComm AnalyticCost::in_action_comm(int, const Action& a) const {
     case Op::B:
       out = pass_comm(c.i);
       out += pass_comm(c.w);
+      out.host_ns = totals_[static_cast<std::size_t>(a.stage)].b_host_wait_ns;  // I and W share the host's lead
       return out;
     case Op::OverlapFB: {
       const StageCost& b = stages_[static_cast<std::size_t>(a.b_stage)];
       out = pass_comm(c.f);
       out += pass_comm(b.i);
       out += pass_comm(b.w);
+      out.host_ns = c.f.host_wait_ns + totals_[static_cast<std::size_t>(a.b_stage)].b_host_wait_ns;
       // Derived from overlap_ns so the parts and the unit's duration cannot disagree.
       const double compute = totals_[static_cast<std::size_t>(a.stage)].f_compute_ns + totals_[static_cast<std::size_t>(a.b_stage)].b_compute_ns;
       out.ep_ns = std::max(0.0, overlap_ns(a.stage, a.b_stage) - compute - out.tp_ns - out.cp_ns - out.fsdp_ns - out.offload_ns);

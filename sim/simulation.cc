@@ -26,7 +26,7 @@ InActionComm mean_in_action_comm(const Timeline& t, const CostModel& cost) {
   }
   if (t.ranks.empty()) return sum;
   const double n = static_cast<double>(t.ranks.size());
-  return {sum.tp_ns / n, sum.ep_ns / n, sum.cp_ns / n, sum.fsdp_ns / n, sum.offload_ns / n};
+  return {sum.tp_ns / n, sum.ep_ns / n, sum.cp_ns / n, sum.fsdp_ns / n, sum.offload_ns / n, sum.host_ns / n};
 }
 
 // The cost model's phases of each compute action kind on the timeline (each asked once), in order

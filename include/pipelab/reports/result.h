@@ -52,6 +52,7 @@ struct Summary {
   std::int64_t exposed_cp_comm_ns = 0;
   std::int64_t exposed_fsdp_comm_ns = 0;
   std::int64_t exposed_offload_ns = 0;  // waits for activation CPU offloading's host copies
+  std::int64_t host_wait_ns = 0;        // the GPU waiting for the host's kernel launches (inside compute)
   // The optimizer step after the pipeline (0 when not modelled); the iteration is makespan + step.
   std::int64_t optimizer_step_ns = 0;
 

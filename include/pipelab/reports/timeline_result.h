@@ -34,6 +34,7 @@ struct TimelineFacts {
   std::int64_t exposed_cp_comm_ns = 0;
   std::int64_t exposed_fsdp_comm_ns = 0;
   std::int64_t exposed_offload_ns = 0;
+  std::int64_t host_wait_ns = 0;       // the GPU waiting for the host's launches, inside compute
   std::int64_t optimizer_step_ns = 0;  // after the pipeline (0 when not modelled)
   std::vector<ActionPhases> phases;    // the cost model's phases of the timeline's actions (or none)
   std::vector<Phase> phase_totals;     // phase_totals of the timeline and its phases (or none)

@@ -175,6 +175,7 @@ class AnalyticCost final : public CostModel {
     double f_ep_ns = 0, b_ep_ns = 0;                      // EP dispatch + combine (hidden by F&B overlap)
     double f_host_gap_ns = 0;                             // of f_ep_ns, the GPU idle after the dispatch's host wait
     double f_expert_ns = 0, b_expert_ns = 0;              // the experts' share of the compute
+    double b_host_wait_ns = 0;                            // of b_compute_ns, the wait for the host's launches
   };
 
   std::shared_ptr<const LayerGeometry> geometry_;

@@ -20,12 +20,14 @@ struct InActionComm {
   double cp_ns = 0;
   double fsdp_ns = 0;
   double offload_ns = 0;  // waits for activation CPU offloading's host-link copies
+  double host_ns = 0;     // waits for the host's kernel launches (inside the compute: sim/host_launches.h)
   InActionComm& operator+=(const InActionComm& o) {
     tp_ns += o.tp_ns;
     ep_ns += o.ep_ns;
     cp_ns += o.cp_ns;
     fsdp_ns += o.fsdp_ns;
     offload_ns += o.offload_ns;
+    host_ns += o.host_ns;
     return *this;
   }
   bool operator==(const InActionComm&) const = default;
