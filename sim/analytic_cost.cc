@@ -193,9 +193,11 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
   struct HostGpu {
     double host_ns = 0, gpu_ns = 0;
   };
+  // The GPU waits for what the host needs beyond the GPU's own time.
+  const auto host_wait = [](double host_ns, double gpu_ns) { return host_ns > gpu_ns ? host_ns - gpu_ns : 0.0; };
   for (const LayerRange& range : stage_layers(g.model(), cfg, shape)) {
     StageCost c;
-    HostGpu synced_f;  // the forwards timed layer by layer above
+    HostGpu ahead_f;  // the forwards the host can run ahead across
     offload_layers.clear();
     for (int i = 0; i < range.count; ++i) {
       // Full recompute: every layer (uniform), or a chunk's first recompute_num_layers (block).
@@ -209,10 +211,10 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       // The host cannot launch across a dispatch's wait for it: a MoE layer's forward is its own
       // stretch, the GPU waiting where its host time exceeds the GPU's (less the gap already charged).
       if (g.model().is_moe_layer(range.first + i) && cfg.moe_dispatch_waits_for_host()) {
-        const double gpu_ns = layer.f.total_ns() - layer.f.ep_host_gap_ns;
-        c.f.host_wait_ns += std::max(0.0, layer.f.host_ns - gpu_ns);
-        synced_f.host_ns += layer.f.host_ns;
-        synced_f.gpu_ns += gpu_ns;
+        c.f.host_wait_ns += host_wait(layer.f.host_ns, layer.f.total_ns() - layer.f.ep_host_gap_ns);
+      } else {
+        ahead_f.host_ns += layer.f.host_ns;
+        ahead_f.gpu_ns += layer.f.total_ns();
       }
       if (offload_sizes) {
         const int l = range.first + i;
@@ -227,10 +229,8 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       c.f.offload_ns += stall.forward_ns;
       c.i.offload_ns += stall.backward_ns;
     }
-    // Elsewhere the host runs ahead of the GPU across layers: over the stage's pass, the GPU waits for
-    // what the host needs beyond the GPU's time.
-    const auto host_wait = [](double host_ns, double gpu_ns) { return std::max(0.0, host_ns - gpu_ns); };
-    c.f.host_wait_ns += host_wait(c.f.host_ns - synced_f.host_ns, c.f.total_ns() - c.f.host_wait_ns - synced_f.gpu_ns - c.f.ep_host_gap_ns);
+    // Elsewhere the host runs ahead of the GPU across layers: the wait is over the stage's pass.
+    c.f.host_wait_ns += host_wait(ahead_f.host_ns, ahead_f.gpu_ns);
     const double i_gpu_ns = c.i.total_ns(), w_gpu_ns = c.w.total_ns();
     const double b_wait_ns = host_wait(c.i.host_ns + c.w.host_ns, i_gpu_ns + w_gpu_ns);
     c.i.host_wait_ns = host_wait(c.i.host_ns, i_gpu_ns);

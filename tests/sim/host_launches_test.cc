@@ -101,6 +101,25 @@ TEST(HostLaunches, TheGpuWaitsForASlowHostByHand) {
   EXPECT_EQ(pass_ns(m, c, 1, Op::B), pass_ns(m, c, 0, Op::B));
 }
 
+// What the actions report as the wait for the host is what it adds to their durations.
+TEST(HostLaunches, TheWaitIsReportedAsItIsCharged) {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  const ParallelConfig c = qwen3_ep16();
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  gpu.host_launch_ns = 100e3;
+  const sim::AnalyticCost slow(m, gpu, c, shape);
+  gpu.host_launch_ns = 0;
+  const sim::AnalyticCost none(m, gpu, c, shape);
+  for (Op op : {Op::F, Op::B}) {
+    const Action a = Action::make(op, 0, 0);
+    const double wait = slow.in_action_comm(0, a).host_ns;
+    EXPECT_GT(wait, 0);
+    EXPECT_NEAR(wait, static_cast<double>(slow.duration_ns(0, a) - none.duration_ns(0, a)), 1.0);
+    EXPECT_EQ(none.in_action_comm(0, a).host_ns, 0);
+  }
+}
+
 // A dense model has no wait for the host: it runs ahead across the layers, and the stage's pass waits
 // only for what its launches (16 per layer forward) need beyond the GPU's time.
 TEST(HostLaunches, DenseStageWaitsOverThePass) {
