@@ -36,6 +36,8 @@ struct PlanOptions {
   std::string json_out, report_out;
   bool allow_cross_node_tp = false;
   std::string moe_dispatcher = "alltoall";
+  std::string cuda_graph_impl = "none";
+  std::vector<std::string> cuda_graph_modules;
   int threads = 0;
   std::string mbs = "1,2";
   std::string recompute = "none,selective,full";
@@ -62,6 +64,10 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   r.memory_headroom_bytes = static_cast<std::int64_t>(o.memory_headroom_gib * 1024.0 * 1024.0 * 1024.0);
   r.allow_cross_node_tp = o.allow_cross_node_tp;
   r.moe_dispatcher = parse_moe_dispatcher(o.moe_dispatcher);
+  r.cuda_graph_impl = parse_cuda_graph_impl(o.cuda_graph_impl);
+  for (const std::string& words : o.cuda_graph_modules) {
+    for (const std::string& m : split_comma_list(words)) r.cuda_graph_modules.push_back(m);
+  }
   if (o.top < 1) throw InputError("--top=" + std::to_string(o.top) + ": must be at least 1");
   r.top_k = o.top;
   if (o.time_budget_s && !(*o.time_budget_s > 0)) {
@@ -133,6 +139,8 @@ reports::PlanResult plan_result(const PlanOptions& o, const plan::PlanRequest& r
                 {"memory_headroom_bytes", r.memory_headroom_bytes},
                 {"allow_cross_node_tp", r.allow_cross_node_tp},
                 {"moe_token_dispatcher_type", std::string(to_string(r.moe_dispatcher))},
+                {"cuda_graph_impl", std::string(to_string(r.cuda_graph_impl))},
+                {"cuda_graph_modules", r.cuda_graph_modules},
                 {"mbs", r.mbs},
                 {"top", r.top_k},
                 {"time_budget_s", r.time_budget_s}};
@@ -192,6 +200,10 @@ void add_plan_command(CLI::App& root, int& exit_code) {
   cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let TP span more GPUs than one NVLink domain");
   cmd->add_option("--moe-token-dispatcher-type", o->moe_dispatcher, "MoE dispatcher every layout uses: allgather | alltoall | flex")
       ->capture_default_str();
+  cmd->add_option("--cuda-graph-impl", o->cuda_graph_impl, "CUDA graphs every layout runs with: none | local | transformer_engine | full_iteration")
+      ->capture_default_str();
+  cmd->add_option("--cuda-graph-modules,--cuda-graph-scope", o->cuda_graph_modules, "The regions graphed: attn mlp moe moe_router moe_preprocess (none: whole layers)")
+      ->expected(1, -1);
   cmd->add_option("--threads", o->threads, "Threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--mbs", o->mbs, "Micro-batch sizes to try, comma-separated")->capture_default_str();
   cmd->add_option("--recompute", o->recompute, "Recompute choices to try, comma-separated (tried cheapest first: none, selective, full)")->capture_default_str();

@@ -293,6 +293,8 @@ class Search {
     p.account_for_embedding_in_pipeline_split = c.aware;
     p.account_for_loss_in_pipeline_split = c.aware;
     p.moe_token_dispatcher_type = r_.moe_dispatcher;
+    p.cuda_graph_impl = r_.cuda_graph_impl;
+    p.cuda_graph_modules = r_.cuda_graph_modules;
     return p;
   }
 

@@ -102,6 +102,11 @@ std::string megatron_lm(const Facts& f) {
     add("--fp4-recipe nvfp4");
     if (c.fp4_param_gather_enabled()) add("--fp4-param-gather");
   }
+  if (c.cuda_graph_impl != CudaGraphImpl::kNone) {
+    std::string modules;
+    for (const std::string& m : c.cuda_graph_modules) modules += " " + m;
+    add("--cuda-graph-impl " + std::string(to_string(c.cuda_graph_impl)) + (modules.empty() ? "" : " --cuda-graph-modules" + modules));
+  }
   if (c.cross_entropy_loss_fusion) {
     // Megatron-LM refuses Transformer Engine's loss since 168cb15d70 (June 2026): ask for its own.
     add("--cross-entropy-loss-fusion");

@@ -46,6 +46,10 @@ struct PlanRequest {
   // MoE: NCCL all-to-all, as NVIDIA's recipes run (Megatron's own default, allgather, moves every
   // token to every EP rank); exported in the recipes.
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;
+  // CUDA graphs every layout runs with (Megatron's --cuda-graph-impl, --cuda-graph-modules); exported in
+  // the recipes. Layouts Megatron would refuse them for (a whole dropless MoE layer) are excluded.
+  CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
+  std::vector<std::string> cuda_graph_modules;
   int max_cp = 16;
   int top_k = 10;
   double time_budget_s = 0;  // > 0: stop after this long and return the best found so far
