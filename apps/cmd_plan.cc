@@ -1,6 +1,7 @@
 // `pipelab plan`: search every layout and schedule for a model on N GPUs (pipelab/plan/plan.h),
 // print the ranked table, the exclusions, why the winner wins and its recipes; --json and
 // --report write the plan result (pipelab/reports/plan_result.h).
+#include <algorithm>
 #include <unistd.h>
 
 #include <cmath>
@@ -65,8 +66,14 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   r.allow_cross_node_tp = o.allow_cross_node_tp;
   r.moe_dispatcher = parse_moe_dispatcher(o.moe_dispatcher);
   r.cuda_graph_impl = parse_cuda_graph_impl(o.cuda_graph_impl);
+  const std::vector<std::string>& names = cuda_graph_module_names();
   for (const std::string& words : o.cuda_graph_modules) {
-    for (const std::string& m : split_comma_list(words)) r.cuda_graph_modules.push_back(m);
+    for (const std::string& m : split_comma_list(words)) {
+      if (std::find(names.begin(), names.end(), m) == names.end()) {
+        throw InputError("--cuda-graph-modules: '" + m + "' is not one of attn, mlp, moe, moe_router, moe_preprocess");
+      }
+      r.cuda_graph_modules.push_back(m);
+    }
   }
   if (o.top < 1) throw InputError("--top=" + std::to_string(o.top) + ": must be at least 1");
   r.top_k = o.top;

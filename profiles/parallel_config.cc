@@ -262,8 +262,13 @@ bool ParallelConfig::cuda_graphed(std::string_view module) const {
     case CudaGraphImpl::kNone: return false;
     case CudaGraphImpl::kFullIteration: return true;
     case CudaGraphImpl::kLocal:
-    case CudaGraphImpl::kTransformerEngine:
-      return cuda_graph_modules.empty() || std::find(cuda_graph_modules.begin(), cuda_graph_modules.end(), module) != cuda_graph_modules.end();
+    case CudaGraphImpl::kTransformerEngine: {
+      const auto named = [&](std::string_view m) { return std::find(cuda_graph_modules.begin(), cuda_graph_modules.end(), m) != cuda_graph_modules.end(); };
+      // Megatron's local impl graphs the router and its preprocessing together when either is named.
+      const bool router_pair = module == "moe_router" || module == "moe_preprocess";
+      return cuda_graph_modules.empty() || named(module) ||
+             (cuda_graph_impl == CudaGraphImpl::kLocal && router_pair && (named("moe_router") || named("moe_preprocess")));
+    }
   }
   return false;
 }
@@ -373,13 +378,18 @@ std::optional<ConfigIssue> precision_unsupported(const ParallelConfig& c, const 
 // what can be captured: a graph needs static shapes, so a dropless MoE layer (its token counts read by
 // the host) cannot be captured whole.
 void check_cuda_graphs(const ParallelConfig& c, const ModelSpec& m, ConfigCheck& out) {
-  auto error = [&](std::string rule, std::string message) { out.errors.push_back({"cuda_graph_modules", std::move(rule), std::move(message)}); };
+  auto error_on = [&](std::string field, std::string rule, std::string message) {
+    out.errors.push_back({std::move(field), std::move(rule), std::move(message)});
+  };
+  auto error = [&](std::string rule, std::string message) { error_on("cuda_graph_modules", std::move(rule), std::move(message)); };
   const auto& modules = c.cuda_graph_modules;
   const auto has = [&](std::string_view name) { return std::find(modules.begin(), modules.end(), name) != modules.end(); };
   const auto& names = cuda_graph_module_names();
   for (const std::string& module : modules) {
     if (std::find(names.begin(), names.end(), module) == names.end()) {
-      error("cuda_graph_module_name", "cuda_graph_modules: '" + module + "' is not one of " + join(names));
+      error("cuda_graph_module_name", "cuda_graph_modules: '" + module + "' is not one of " + join(names) +
+                                          (module == "full" ? " (Megatron's older whole-layer scope: give no modules)"
+                                           : module == "full_iteration" ? " (give cuda_graph_impl=full_iteration)" : ""));
     }
   }
   if (c.cuda_graph_impl == CudaGraphImpl::kNone) {
@@ -396,17 +406,21 @@ void check_cuda_graphs(const ParallelConfig& c, const ModelSpec& m, ConfigCheck&
   if (has("moe_preprocess") && !has("moe_router") && c.cuda_graph_impl == CudaGraphImpl::kTransformerEngine) {
     error("moe_preprocess_needs_moe_router", "cuda_graph_modules: moe_preprocess needs moe_router (Megatron)");
   }
-  if (has("moe") && has("moe_router")) error("moe_excludes_moe_router", "cuda_graph_modules must not contain both moe and moe_router (Megatron)");
+  if (has("moe") && c.cuda_graphed("moe_router") && !modules.empty()) {
+    error("moe_excludes_moe_router", "cuda_graph_modules must not contain both moe and moe_router (Megatron; local graphs moe_preprocess with moe_router)");
+  }
   if (!moe_model && (has("moe") || has("moe_router") || has("moe_preprocess"))) {
     error("moe_graph_needs_moe", "cuda_graph_modules: moe, moe_router and moe_preprocess need an MoE model ('" + m.name + "' is dense)");
   }
   if (moe_model && has("mlp") && m.num_moe_layers() == m.num_layers) {
     error("mlp_graph_needs_dense_layers", "cuda_graph_modules: mlp graphs dense MLPs, and every layer of '" + m.name + "' is MoE");
   }
-  // A whole MoE layer (the moe module, a whole-layer capture, a whole iteration) must not wait for the
-  // host in the middle: only drop-and-pad runs static shapes.
-  const bool whole_moe = has("moe") || modules.empty();
-  if (moe_model && whole_moe && c.moe_dispatch_waits_for_host()) {
+  // A whole MoE layer must not wait for the host in the middle. Per-layer graphs of it (the moe module,
+  // a whole-layer capture) need drop-and-pad; a whole iteration, any static shapes (padding, or
+  // HybridEP's per-rank budget as Megatron-Bridge's full_iteration recipes run it).
+  const bool per_layer_moe = c.cuda_graph_impl != CudaGraphImpl::kFullIteration && (has("moe") || modules.empty());
+  const bool padded = c.moe_expert_capacity_factor > 0 && c.moe_pad_expert_input_to_capacity;
+  if (moe_model && ((per_layer_moe && !padded) || (c.cuda_graph_impl == CudaGraphImpl::kFullIteration && c.moe_dispatch_waits_for_host()))) {
     error("moe_graph_needs_drop_and_pad",
           std::string(c.cuda_graph_impl == CudaGraphImpl::kFullIteration ? "cuda_graph_impl=full_iteration"
                       : modules.empty()                                   ? "cuda_graph_impl=" + std::string(to_string(c.cuda_graph_impl)) + " with no cuda_graph_modules (whole layers)"
@@ -414,22 +428,22 @@ void check_cuda_graphs(const ParallelConfig& c, const ModelSpec& m, ConfigCheck&
               " needs static MoE shapes: set moe_expert_capacity_factor and moe_pad_expert_input_to_capacity (a dropless dispatch waits for the "
               "host; graph attn, moe_router and moe_preprocess instead)");
   }
-  if (has("moe_preprocess") && c.moe_token_dispatcher_type == MoeDispatcher::kAlltoall && c.moe_expert_capacity_factor > 0 &&
+  if (c.cuda_graphed("moe_preprocess") && !modules.empty() && c.moe_token_dispatcher_type == MoeDispatcher::kAlltoall && c.moe_expert_capacity_factor > 0 &&
       !c.moe_pad_expert_input_to_capacity) {
     error("moe_preprocess_excludes_token_drop",
           "cuda_graph_modules: moe_preprocess cannot be graphed with the alltoall dispatcher and a capacity factor without padding (Megatron: "
           "its preprocess copies counts to the host)");
   }
   if (c.cpu_offloading_num_layers > 0 && c.cuda_graph_impl != CudaGraphImpl::kFullIteration) {
-    error("cuda_graphs_exclude_cpu_offloading", "cuda_graph_impl=" + std::string(to_string(c.cuda_graph_impl)) +
+    error_on("cpu_offloading_num_layers", "cuda_graphs_exclude_cpu_offloading", "cuda_graph_impl=" + std::string(to_string(c.cuda_graph_impl)) +
                                                     " excludes cpu_offloading_num_layers (Megatron: CUDA graphs not supported with CPU offloading)");
   }
   if (c.recompute == Recompute::kFull && c.cuda_graph_impl != CudaGraphImpl::kFullIteration) {
-    error("full_recompute_needs_full_iteration", "recompute=full needs cuda_graph_impl=full_iteration or none, got " +
+    error_on("recompute", "full_recompute_needs_full_iteration", "recompute=full needs cuda_graph_impl=full_iteration or none, got " +
                                                      std::string(to_string(c.cuda_graph_impl)) + " (Megatron)");
   }
   if (c.cuda_graph_impl == CudaGraphImpl::kTransformerEngine && c.recomputes_module("moe") && has("moe_router")) {
-    error("moe_recompute_excludes_router_graph", "recompute_modules: moe excludes the moe_router CUDA graph with cuda_graph_impl=transformer_engine (Megatron)");
+    error_on("recompute_modules", "moe_recompute_excludes_router_graph", "recompute_modules: moe excludes the moe_router CUDA graph with cuda_graph_impl=transformer_engine (Megatron)");
   }
 }
 

@@ -228,13 +228,16 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       const OffloadStall stall = activation_offload_stall(offload_layers);
       c.f.offload_ns += stall.forward_ns;
       c.i.offload_ns += stall.backward_ns;
+      ahead_f.gpu_ns += stall.forward_ns;  // offloading runs at pp = 1 without CUDA graphs: the wait and the host overlap
     }
     // Elsewhere the host runs ahead of the GPU across layers: the wait is over the stage's pass.
     c.f.host_wait_ns += host_wait(ahead_f.host_ns, ahead_f.gpu_ns);
-    const double i_gpu_ns = c.i.total_ns(), w_gpu_ns = c.w.total_ns();
-    const double b_wait_ns = host_wait(c.i.host_ns + c.w.host_ns, i_gpu_ns + w_gpu_ns);
-    c.i.host_wait_ns = host_wait(c.i.host_ns, i_gpu_ns);
-    c.w.host_wait_ns = host_wait(c.w.host_ns, w_gpu_ns);
+    // I and W (B, or apart in zero-bubble schedules) share the host's lead: one wait over both, split in
+    // proportion to their launches, so that B = I + W wherever they are summed.
+    const double b_host_ns = c.i.host_ns + c.w.host_ns;
+    const double b_wait_ns = host_wait(b_host_ns, c.i.total_ns() + c.w.total_ns());
+    c.i.host_wait_ns = b_host_ns > 0 ? b_wait_ns * c.i.host_ns / b_host_ns : 0;
+    c.w.host_wait_ns = b_wait_ns - c.i.host_wait_ns;
     if (range.has_embedding) {
       c.f += embedding_pass(Pass::F);
       c.w += embedding_pass(Pass::W);
@@ -253,12 +256,11 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     // What the engine asks per action, computed once.
     PassCost b = c.i;
     b += c.w;
-    b.host_wait_ns = b_wait_ns;
     StageTotals t;
     t.f_ns = limits::saturated_ns(c.f.total_ns());
     t.i_ns = limits::saturated_ns(c.i.without_wgrad().total_ns());
     t.w_ns = limits::saturated_ns(c.w.total_ns());
-    t.b_ns = limits::saturated_ns(c.i.total_ns() + c.w.total_ns() - c.i.host_wait_ns - c.w.host_wait_ns + b_wait_ns);
+    t.b_ns = limits::saturated_ns(c.i.total_ns() + c.w.total_ns());
     t.f_flops = c.f.flops;
     t.i_flops = c.i.flops;
     t.w_flops = c.w.flops;
@@ -270,7 +272,10 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.f_host_gap_ns = c.f.ep_host_gap_ns;
     t.b_ep_ns = b.ep_comm_ns;
     t.f_expert_ns = c.f.expert_ns;
-    t.b_host_wait_ns = b_wait_ns;
+    t.f_host_ns = c.f.host_ns;
+    t.b_host_ns = b.host_ns;
+    t.f_host_wait_ns = c.f.host_wait_ns;
+    t.b_host_wait_ns = b.host_wait_ns;
     t.b_expert_ns = b.expert_ns;
     totals_.push_back(t);
   }
@@ -735,7 +740,7 @@ std::array<AnalyticCost::PairedPhase, 4> AnalyticCost::paired_phases(int f_stage
   auto phase = [&](const char* name, double compute, double transfer, double idle) {
     return PairedPhase{name, compute, transfer, std::max(transfer, compute + ep_sm_share_ * (transfer - idle))};
   };
-  const double f_attention = f.f_compute_ns - f.f_expert_ns, b_attention = b.b_compute_ns - b.b_expert_ns;
+  const double f_attention = f.f_compute_ns - f.f_host_wait_ns - f.f_expert_ns, b_attention = b.b_compute_ns - b.b_host_wait_ns - b.b_expert_ns;
   // Dispatch and combine move the same bytes; F's dispatch also holds the host gap after its wait (B
   // has none: F&B units exclude a recomputed forward).
   const double gap = f.f_host_gap_ns, f_combine = (f.f_ep_ns - gap) / 2, b_half = b.b_ep_ns / 2;
@@ -744,6 +749,12 @@ std::array<AnalyticCost::PairedPhase, 4> AnalyticCost::paired_phases(int f_stage
 }
 
 double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {
+  const StageTotals& f = totals_[static_cast<std::size_t>(f_stage)];
+  const StageTotals& b = totals_[static_cast<std::size_t>(b_stage)];
+  return std::max(overlap_gpu_ns(f_stage, b_stage), f.f_host_ns + b.b_host_ns);
+}
+
+double AnalyticCost::overlap_gpu_ns(int f_stage, int b_stage) const {
   double ns = totals_[static_cast<std::size_t>(f_stage)].f_exposed_comm_ns + totals_[static_cast<std::size_t>(b_stage)].b_exposed_comm_ns;
   for (const PairedPhase& p : paired_phases(f_stage, b_stage)) ns += p.ns;
   return ns;
@@ -754,7 +765,7 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
   auto add = [&out](std::string_view name, double ns, double comm_ns, double exposed_ns) {
     if (ns > 0) out.push_back({std::string(name), std::llround(ns), std::llround(comm_ns), std::llround(exposed_ns)});
   };
-  constexpr std::string_view kOtherComm = "tp/cp/fsdp comm", kNonExpert = "attention & dense";
+  constexpr std::string_view kOtherComm = "tp/cp/fsdp comm", kNonExpert = "attention & dense", kHostLaunches = "host launches";
   const StageCost& c = stages_[static_cast<std::size_t>(a.stage)];
   if (a.op == Op::OverlapFB) {
     const StageTotals& f = totals_[static_cast<std::size_t>(a.stage)];
@@ -763,6 +774,7 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
     for (const PairedPhase& p : paired_phases(a.stage, a.b_stage)) add(p.name, p.ns, p.transfer_ns, p.ns - p.compute_ns);
     const double other = f.f_exposed_comm_ns + b.b_exposed_comm_ns;
     add(kOtherComm, other, other, other);
+    add(kHostLaunches, overlap_ns(a.stage, a.b_stage) - overlap_gpu_ns(a.stage, a.b_stage), 0, 0);
     return out;
   }
   PassCost p;
@@ -775,7 +787,7 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
   }
   if (p.expert_ns <= 0 && p.ep_comm_ns <= 0) return out;
   // Not overlapped: each transfer is exposed whole. The backward meets combine before dispatch.
-  const double half = (p.ep_comm_ns - p.ep_host_gap_ns) / 2, attention = p.compute_ns() - p.expert_ns;
+  const double half = (p.ep_comm_ns - p.ep_host_gap_ns) / 2, attention = p.compute_ns() - p.host_wait_ns - p.expert_ns;
   const double other = p.tp_comm_ns + p.cp_comm_ns + p.dp_comm_ns;
   if (a.op == Op::F) {
     add(kNonExpert, attention, 0, 0);
@@ -790,6 +802,7 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
   }
   add(kOtherComm, other, other, other);
   add("activation offload", p.offload_ns, p.offload_ns, p.offload_ns);
+  add(kHostLaunches, p.host_wait_ns, 0, 0);
   return out;
 }
 
@@ -809,17 +822,20 @@ InActionComm AnalyticCost::in_action_comm(int, const Action& a) const {
     case Op::B:
       out = pass_comm(c.i);
       out += pass_comm(c.w);
-      out.host_ns = totals_[static_cast<std::size_t>(a.stage)].b_host_wait_ns;  // I and W share the host's lead
       return out;
     case Op::OverlapFB: {
       const StageCost& b = stages_[static_cast<std::size_t>(a.b_stage)];
       out = pass_comm(c.f);
       out += pass_comm(b.i);
       out += pass_comm(b.w);
-      out.host_ns = c.f.host_wait_ns + totals_[static_cast<std::size_t>(a.b_stage)].b_host_wait_ns;
-      // Derived from overlap_ns so the parts and the unit's duration cannot disagree.
-      const double compute = totals_[static_cast<std::size_t>(a.stage)].f_compute_ns + totals_[static_cast<std::size_t>(a.b_stage)].b_compute_ns;
-      out.ep_ns = std::max(0.0, overlap_ns(a.stage, a.b_stage) - compute - out.tp_ns - out.cp_ns - out.fsdp_ns - out.offload_ns);
+      // Derived from overlap_ns so the parts and the unit's duration cannot disagree: the host launches
+      // both halves, so the unit waits for it beyond the GPU's time of the pair.
+      const StageTotals& ft = totals_[static_cast<std::size_t>(a.stage)];
+      const StageTotals& bt = totals_[static_cast<std::size_t>(a.b_stage)];
+      const double gpu_ns = overlap_gpu_ns(a.stage, a.b_stage);
+      out.host_ns = overlap_ns(a.stage, a.b_stage) - gpu_ns;
+      const double compute = ft.f_compute_ns - ft.f_host_wait_ns + bt.b_compute_ns - bt.b_host_wait_ns;
+      out.ep_ns = std::max(0.0, gpu_ns - compute - out.tp_ns - out.cp_ns - out.fsdp_ns - out.offload_ns);
       return out;
     }
     default: return out;

@@ -44,8 +44,11 @@ Launches dense_mlp(const ParallelConfig& c, Precision precision) {
 // scaling 2 GEMMs (delayed casts all experts in one or two multi_cast_transpose launches); current
 // scaling 4 quantize kernels (zero amax, amax, scale, cast) per input plus the GEMMs; MXFP8 (and the
 // other block-scaled recipes) 1 quantize per input. Backward: dgrad and wgrad GEMMs, and the output
-// gradients' quantizations.
+// gradients' quantizations. HybridEP's per-rank budget needs TE's grouped-tensor path or its op fuser
+// (Megatron refuses it otherwise), which launches one grouped GEMM and quantization per MLP whatever the
+// experts: 6-12 kernels forward, 8-12 backward (grouped_linear.py, the cuBLASLt grouped GEMM).
 Launches experts(const ParallelConfig& c, Precision precision, double local_experts) {
+  if (c.moe_expert_rank_capacity_factor > 0) return {9, 10};
   const double n = local_experts;
   if (precision == Precision::kBf16) return {2 * n + 2, 4 * n + 2};
   if (precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kDelayed) return {2 * n + 5, 4 * n + 5};

@@ -235,8 +235,6 @@ TEST_F(ParallelRules, AllgatherDispatcherAcrossNodesWarns) {
   EXPECT_FALSE(has_rule(check(c, mixtral, gpu_preset("h100-sxm")).warnings, "moe_token_dispatcher_type", "allgather_across_nodes"));
 }
 
-// Megatron's token drop: an expert computes at most capacity_factor x the mean tokens, exactly that
-// when padded; padding needs the factor, and DeepEP is dropless only.
 // CUDA graphs as Megatron allows them: a graph needs static shapes, so a dropless MoE layer is graphed
 // in parts (attention, router, preprocessing), whole only when dropped and padded.
 TEST_F(ParallelRules, CudaGraphsNeedStaticShapes) {
@@ -282,8 +280,28 @@ TEST_F(ParallelRules, CudaGraphsNeedStaticShapes) {
   dense.cuda_graph_modules = {};
   EXPECT_TRUE(check(dense, llama, gpu).ok());
   dense.recompute = Recompute::kFull;
-  EXPECT_TRUE(has_rule(check(dense, llama, gpu).errors, "cuda_graph_modules", "full_recompute_needs_full_iteration"));
+  EXPECT_TRUE(has_rule(check(dense, llama, gpu).errors, "recompute", "full_recompute_needs_full_iteration"));
+
+  // Megatron's local impl graphs the router and its preprocessing together.
+  c.moe_expert_capacity_factor = 0;
+  c.moe_pad_expert_input_to_capacity = false;
+  c.cuda_graph_impl = CudaGraphImpl::kLocal;
+  c.cuda_graph_modules = {"moe_preprocess"};
+  EXPECT_TRUE(check(c, qwen, gpu).ok());
+  EXPECT_TRUE(c.cuda_graphed("moe_router"));
+  // HybridEP's per-rank budget makes the shapes static for a whole iteration, not for per-layer graphs
+  // of the MoE layer (Megatron asks those for drop-and-pad).
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  c.moe_flex_dispatcher_backend = "hybridep";
+  c.moe_expert_rank_capacity_factor = 1.5;
+  c.cuda_graph_modules = {};
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu).errors, "cuda_graph_modules", "moe_graph_needs_drop_and_pad"));
+  c.cuda_graph_impl = CudaGraphImpl::kFullIteration;
+  EXPECT_TRUE(check(c, qwen, gpu).ok());
 }
+
+// Megatron's token drop: an expert computes at most capacity_factor x the mean tokens, exactly that
+// when padded; padding needs the factor, and DeepEP is dropless only.
 
 TEST_F(ParallelRules, CapacityFactorCapsOrPadsTheBusiestExperts) {
   const ModelSpec qwen = model_preset("qwen3-30b-a3b");

@@ -69,6 +69,17 @@ TEST(HostLaunches, WholeLayerAndIterationGraphs) {
   EXPECT_DOUBLE_EQ(none.forward + none.input_grad + none.weight_grad, 0);
 }
 
+// HybridEP's per-rank budget comes with TE's grouped-tensor path: the experts launch 9 and 10 whatever N.
+TEST(HostLaunches, RankBudgetGroupsTheExperts) {
+  ParallelConfig c = qwen3_ep16();
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  c.moe_flex_dispatcher_backend = "hybridep";
+  c.moe_expert_rank_capacity_factor = 1.5;
+  const sim::LayerLaunches l = sim::layer_launches(model_preset("qwen3-30b-a3b"), c, 0, false);
+  EXPECT_DOUBLE_EQ(l.forward, 11 + 10 + 3 + 15 + 9);
+  EXPECT_DOUBLE_EQ(l.input_grad + l.weight_grad, 22 + 15 + 0 + 14 + 10);
+}
+
 // A dense layer: attention 11 + MLP 5 forward; TP adds a gather and a scatter around each block.
 TEST(HostLaunches, DenseLayerByHand) {
   const ModelSpec m = model_preset("llama3-8b");
@@ -111,13 +122,31 @@ TEST(HostLaunches, TheWaitIsReportedAsItIsCharged) {
   const sim::AnalyticCost slow(m, gpu, c, shape);
   gpu.host_launch_ns = 0;
   const sim::AnalyticCost none(m, gpu, c, shape);
-  for (Op op : {Op::F, Op::B}) {
+  for (Op op : {Op::F, Op::B, Op::I, Op::W}) {
     const Action a = Action::make(op, 0, 0);
     const double wait = slow.in_action_comm(0, a).host_ns;
     EXPECT_GT(wait, 0);
     EXPECT_NEAR(wait, static_cast<double>(slow.duration_ns(0, a) - none.duration_ns(0, a)), 1.0);
     EXPECT_EQ(none.in_action_comm(0, a).host_ns, 0);
   }
+}
+
+// An F&B unit (EP overlap) cannot end before the host has launched both halves.
+TEST(HostLaunches, AnOverlappedUnitWaitsForBothHalvesLaunches) {
+  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  const ParallelConfig c = qwen3_ep16();
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  gpu.host_launch_ns = 1e6;  // every unit host-bound
+  const sim::AnalyticCost slow(m, gpu, c, shape);
+  const double launches = (65.0 + 91.0) * m.num_layers;
+  EXPECT_DOUBLE_EQ(slow.overlap_ns(0, 0), launches * 1e6);
+  const Action unit = Action::overlap(0, 0, 0, 0);
+  EXPECT_NEAR(slow.in_action_comm(0, unit).host_ns, launches * 1e6 - slow.overlap_gpu_ns(0, 0), 1.0);
+  gpu.host_launch_ns = 0;
+  const sim::AnalyticCost none(m, gpu, c, shape);
+  EXPECT_DOUBLE_EQ(none.overlap_ns(0, 0), none.overlap_gpu_ns(0, 0));
+  EXPECT_EQ(none.in_action_comm(0, unit).host_ns, 0);
 }
 
 // A dense model has no wait for the host: it runs ahead across the layers, and the stage's pass waits

@@ -57,8 +57,9 @@ struct GpuSpec {
   double nic_latency_ns = 0;         // per-message alpha across the scale-out network
   double kernel_launch_overhead_ns = 0;  // gap per kernel launch not hidden by queueing
   /// GPU idle per MoE layer forward whose token dispatcher waits for the host (dropless: the token
-  /// counts copied to the host), while the host refills the launch queue the wait emptied. A property
-  /// of the node's host and software as much as of the GPU; 0 = not modelled.
+  /// counts copied to the host), while the host does its own work at the wait (reading the counts,
+  /// computing the splits) before it launches again; the launches are host_launch_ns's. A property of
+  /// the node's host and software as much as of the GPU; 0 = not modelled.
   double moe_sync_gap_ns = 0;
   /// Host CPU time per eager kernel launch (Python, PyTorch dispatch, Transformer Engine's module code,
   /// the launch): a pass whose kernels the GPU runs faster than the host launches them waits for the

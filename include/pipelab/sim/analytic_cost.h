@@ -106,8 +106,11 @@ class AnalyticCost final : public CostModel {
   /// F&B unit of (f_stage, b_stage): both halves' TP and CP traffic, and four overlapped phases
   /// (DualPipe's chunk pairing, which Megatron's merged 1F1B follows): F attention with B combine,
   /// B experts with F dispatch, F experts with B dispatch, B attention with F combine; each phase
-  /// takes the longer of its compute (slowed by the SMs the EP kernels hold) and its transfer.
+  /// takes the longer of its compute (slowed by the SMs the EP kernels hold) and its transfer; the unit
+  /// takes at least the host's time launching both halves.
   double overlap_ns(int f_stage, int b_stage) const;
+  /// The same without the host: the GPU's time of the pair, whatever the host's launches take.
+  double overlap_gpu_ns(int f_stage, int b_stage) const;
   /// MoE stages' F, B, I, W: attention (all compute outside the experts), dispatch, experts, combine
   /// (in the backward's order for I and B), then the exposed TP/CP/FSDP traffic; F&B units: the four
   /// phases of overlap_ns, then both halves' TP/CP/FSDP traffic. Empty for stages without experts.
@@ -175,7 +178,8 @@ class AnalyticCost final : public CostModel {
     double f_ep_ns = 0, b_ep_ns = 0;                      // EP dispatch + combine (hidden by F&B overlap)
     double f_host_gap_ns = 0;                             // of f_ep_ns, the GPU idle after the dispatch's host wait
     double f_expert_ns = 0, b_expert_ns = 0;              // the experts' share of the compute
-    double b_host_wait_ns = 0;                            // of b_compute_ns, the wait for the host's launches
+    double f_host_ns = 0, b_host_ns = 0;                  // the host's time launching the passes' kernels
+    double f_host_wait_ns = 0, b_host_wait_ns = 0;        // of f/b_compute_ns, the GPU's wait for those launches
   };
 
   std::shared_ptr<const LayerGeometry> geometry_;
