@@ -1,9 +1,9 @@
 // `pipelab plan`: search every layout and schedule for a model on N GPUs (pipelab/plan/plan.h),
 // print the ranked table, the exclusions, why the winner wins and its recipes; --json and
 // --report write the plan result (pipelab/reports/plan_result.h).
-#include <algorithm>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
