@@ -182,6 +182,12 @@ std::string megatron_bridge(const Facts& f) {
     set("model.moe_token_dispatcher_type", std::string(to_string(c.moe_token_dispatcher_type)));
   }
   set("model.sequence_parallel", c.sequence_parallel_enabled() ? "true" : "false");
+  if (c.cuda_graph_impl != CudaGraphImpl::kNone) {
+    set("model.cuda_graph_impl", std::string(to_string(c.cuda_graph_impl)));
+    std::string modules;
+    for (const std::string& m : c.cuda_graph_modules) modules += (modules.empty() ? "" : ",") + m;
+    if (!modules.empty()) set("model.cuda_graph_scope", "[" + modules + "]");
+  }
   set("model.seq_length", str(c.seq_length));
   set("train.micro_batch_size", str(c.mbs));
   set("train.global_batch_size", str(c.gbs));
