@@ -1,6 +1,7 @@
 #include "pipelab/sim/host_launches.h"
 
 #include <algorithm>
+#include <array>
 
 namespace pipelab::sim {
 namespace {
@@ -12,32 +13,31 @@ struct Launches {
   double forward = 0, backward = 0;
 };
 
+// How a layer's quantized GEMMs scale: per-tensor delayed scaling, per-tensor current scaling, or one of
+// the block-scaled recipes (MXFP8, blockwise, NVFP4).
+enum class QuantizationKind { kNone, kDelayed, kCurrent, kBlock };
+QuantizationKind quantization(const ParallelConfig& c, Precision precision) {
+  if (precision == Precision::kBf16) return QuantizationKind::kNone;
+  if (precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kDelayed) return QuantizationKind::kDelayed;
+  if (precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kTensorwise) return QuantizationKind::kCurrent;
+  return QuantizationKind::kBlock;
+}
+
+// A block's BF16 launches plus its quantizations' by kind ({delayed, current, block}, each {F, I+W}).
+Launches with_quantization(Launches bf16, QuantizationKind kind, const std::array<Launches, 3>& extra) {
+  if (kind == QuantizationKind::kNone) return bf16;
+  const Launches& e = extra[static_cast<std::size_t>(kind) - 1];
+  return {bf16.forward + e.forward, bf16.backward + e.backward};
+}
+
 // The attention block: norm and QKV (TE LayerNormLinear), RoPE, the fused attention kernel, the output
 // projection, bias-dropout-add. FP8 adds its quantizations and amax updates by recipe: delayed scaling
 // fuses the QKV input's cast into the norm; current scaling takes an amax, a scale and a cast per
 // tensor; MXFP8, blockwise and NVFP4 one quantize kernel per tensor.
-Launches attention_block(const ParallelConfig& c, Precision precision) {
-  Launches l{11, 22};
-  if (precision != Precision::kBf16) {
-    const bool current = precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kTensorwise;
-    const bool delayed = precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kDelayed;
-    l.forward += current ? 7 : delayed ? 1 : 3;
-    l.backward += current ? 8 : delayed ? 2 : 4;
-  }
-  return l;
-}
+Launches attention_block(QuantizationKind kind) { return with_quantization({11, 22}, kind, {{{1, 2}, {7, 8}, {3, 4}}}); }
 
 // A dense MLP: norm and FC1, the activation, FC2, the residual add; FP8 as above.
-Launches dense_mlp(const ParallelConfig& c, Precision precision) {
-  Launches l{5, 9};
-  if (precision != Precision::kBf16) {
-    const bool current = precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kTensorwise;
-    const bool delayed = precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kDelayed;
-    l.forward += current ? 5 : delayed ? 1 : 2;
-    l.backward += current ? 5 : delayed ? 1 : 2;
-  }
-  return l;
-}
+Launches dense_mlp(QuantizationKind kind) { return with_quantization({5, 9}, kind, {{{1, 1}, {5, 5}, {2, 2}}}); }
 
 // The routed experts, TE GroupedLinear's default path (one GEMM per local expert with tokens, on four
 // streams: general_grouped_gemm), FC1, the activation and FC2. Per expert, forward: BF16 and delayed
@@ -47,13 +47,16 @@ Launches dense_mlp(const ParallelConfig& c, Precision precision) {
 // gradients' quantizations. HybridEP's per-rank budget needs TE's grouped-tensor path or its op fuser
 // (Megatron refuses it otherwise), which launches one grouped GEMM and quantization per MLP whatever the
 // experts: 6-12 kernels forward, 8-12 backward (grouped_linear.py, the cuBLASLt grouped GEMM).
-Launches experts(const ParallelConfig& c, Precision precision, double local_experts) {
+Launches experts(const ParallelConfig& c, QuantizationKind kind, double local_experts) {
   if (c.moe_expert_rank_capacity_factor > 0) return {9, 10};
   const double n = local_experts;
-  if (precision == Precision::kBf16) return {2 * n + 2, 4 * n + 2};
-  if (precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kDelayed) return {2 * n + 5, 4 * n + 5};
-  if (precision == Precision::kFp8 && c.fp8_recipe == Fp8Recipe::kTensorwise) return {10 * n + 2, 12 * n + 2};
-  return {4 * n + 4, 6 * n + 7};
+  switch (kind) {
+    case QuantizationKind::kNone: return {2 * n + 2, 4 * n + 2};
+    case QuantizationKind::kDelayed: return {2 * n + 5, 4 * n + 5};
+    case QuantizationKind::kCurrent: return {10 * n + 2, 12 * n + 2};
+    case QuantizationKind::kBlock: return {4 * n + 4, 6 * n + 7};
+  }
+  return {};
 }
 
 // The MoE layer's routing side: the pre-MLP norm and the router (GEMM, fused top-k, aux-loss scores,
@@ -84,7 +87,7 @@ Launches graphed(Launches l, bool graph) { return graph ? Launches{1, 1} : l; }
 }  // namespace
 
 LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int layer, bool full_recompute) {
-  const Precision precision = c.layer_precision(layer, m.num_layers);
+  const QuantizationKind kind = quantization(c, c.layer_precision(layer, m.num_layers));
   const bool moe = m.is_moe_layer(layer);
   LayerLaunches out;
   if (c.cuda_graph_impl == CudaGraphImpl::kFullIteration) return out;  // one launch per iteration
@@ -93,14 +96,14 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
 
   // TP with sequence parallelism: an all-gather before and a reduce-scatter after each block, each way.
   const double tp_collectives = c.tp > 1 ? 2 : 0;
-  Launches attention = attention_block(c, precision);
+  Launches attention = attention_block(kind);
   attention.forward += tp_collectives;
   attention.backward += tp_collectives;
   attention = graphed(attention, c.cuda_graphed("attn"));
 
   Launches mlp;  // the MLP side: a dense MLP, or the MoE layer from its norm to the combine
   if (!moe) {
-    mlp = dense_mlp(c, precision);
+    mlp = dense_mlp(kind);
     mlp.forward += tp_collectives;
     mlp.backward += tp_collectives;
     mlp = graphed(mlp, c.cuda_graphed("mlp"));
@@ -112,10 +115,10 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
     const Launches r = graphed(router(), router_graph);
     const Launches p = graphed(preprocess(c), router_graph && c.cuda_graphed("moe_preprocess"));
     const Launches d = dispatch_combine(c);
-    const Launches e = experts(c, precision, local_experts);
+    const Launches e = experts(c, kind, local_experts);
     mlp = {r.forward + p.forward + d.forward + e.forward, r.backward + p.backward + d.backward + e.backward};
     if (m.moe_shared_expert_intermediate_size > 0) {
-      const Launches shared = dense_mlp(c, precision);
+      const Launches shared = dense_mlp(kind);
       mlp.forward += shared.forward;
       mlp.backward += shared.backward;
     }
