@@ -220,6 +220,13 @@ std::string megatron_bridge(const Facts& f) {
   return out;
 }
 
+// The CUDA graphs the plan simulated, which a framework without Megatron's graph options runs without.
+std::string graphs_note(const ParallelConfig& c, const std::string& tool) {
+  if (c.cuda_graph_impl == CudaGraphImpl::kNone) return "";
+  return "# note: the plan simulated Megatron's CUDA graphs (cuda_graph_impl=" + std::string(to_string(c.cuda_graph_impl)) + "); " + tool +
+         " launches these kernels its own way, so the host's launch time differs\n";
+}
+
 // PyTorch's schedule for this layout, or empty with a note: none of that name, or a multi-stage one
 // (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV) on one stage per rank,
 // which PyTorch pipelining refuses (torchtitan: "requires at least 2 stages per rank").
@@ -256,6 +263,7 @@ std::string automodel_yaml(const Facts& f) {
   if (c.account_for_embedding_in_pipeline_split) notes += "# note: AutoModel does not count the embedding and loss as layers in the split\n";
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is AutoModel's fp8: block, outside distributed:\n";
   if (c.precision == Precision::kNvfp4) notes += "# note: AutoModel has no NVFP4 training option; run it in BF16 or FP8\n";
+  notes += graphs_note(c, "AutoModel");
   std::string out = header(f) + notes + "distributed:\n";
   out += std::string("  strategy: ") + (c.fsdp == Fsdp::kMegatron ? "megatron_fsdp" : "fsdp2") + "\n";
   out += "  tp_size: " + str(c.tp) + "\n  cp_size: " + str(c.cp) + "\n  pp_size: " + str(c.pp) + "\n";
@@ -294,6 +302,7 @@ std::string torchtitan(const Facts& f) {
   }
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is torchtitan's [float8] table (converters), outside [parallelism]\n";
   if (c.precision == Precision::kNvfp4) notes += "# note: NVFP4 is outside [parallelism] (torchtitan's quantize converters, MX on Blackwell)\n";
+  notes += graphs_note(c, "torchtitan");
   std::string out = header(f) + notes + "[parallelism]\n";
   out += "data_parallel_replicate_degree = 1\n";
   out += "data_parallel_shard_degree = " + str(c.dp) + "\n";
