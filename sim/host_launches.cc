@@ -125,8 +125,9 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
   }
   out.forward = attention.forward + mlp.forward;
   const double backward = attention.backward + mlp.backward;
-  // W: the weight-gradient GEMMs (QKV, projection, FC1, FC2; two per local expert).
-  const double wgrad_gemms = moe ? 2 + 2 * std::max(1.0, static_cast<double>(m.num_experts) / c.ep) : 4;
+  // W: the weight-gradient GEMMs (QKV, projection, FC1, FC2; two per local expert, or two grouped ones).
+  const double expert_wgrads = c.moe_expert_rank_capacity_factor > 0 ? 2 : 2 * std::max(1.0, static_cast<double>(m.num_experts) / c.ep);
+  const double wgrad_gemms = moe ? 2 + expert_wgrads : 4;
   out.weight_grad = std::min(backward, wgrad_gemms);
   out.input_grad = backward - out.weight_grad;
   if (full_recompute) {
