@@ -421,12 +421,14 @@ void check_cuda_graphs(const ParallelConfig& c, const ModelSpec& m, ConfigCheck&
   const bool per_layer_moe = c.cuda_graph_impl != CudaGraphImpl::kFullIteration && (has("moe") || modules.empty());
   const bool padded = c.moe_expert_capacity_factor > 0 && c.moe_pad_expert_input_to_capacity;
   if (moe_model && ((per_layer_moe && !padded) || (c.cuda_graph_impl == CudaGraphImpl::kFullIteration && c.moe_dispatch_waits_for_host()))) {
+    const bool iteration = c.cuda_graph_impl == CudaGraphImpl::kFullIteration;
     error("moe_graph_needs_drop_and_pad",
-          std::string(c.cuda_graph_impl == CudaGraphImpl::kFullIteration ? "cuda_graph_impl=full_iteration"
-                      : modules.empty()                                   ? "cuda_graph_impl=" + std::string(to_string(c.cuda_graph_impl)) + " with no cuda_graph_modules (whole layers)"
-                                                                          : "cuda_graph_modules: moe") +
-              " needs static MoE shapes: set moe_expert_capacity_factor and moe_pad_expert_input_to_capacity (a dropless dispatch waits for the "
-              "host; graph attn, moe_router and moe_preprocess instead)");
+          std::string(iteration         ? "cuda_graph_impl=full_iteration"
+                      : modules.empty() ? "cuda_graph_impl=" + std::string(to_string(c.cuda_graph_impl)) + " with no cuda_graph_modules (whole layers)"
+                                        : "cuda_graph_modules: moe") +
+              " needs static MoE shapes: set moe_expert_capacity_factor and moe_pad_expert_input_to_capacity" +
+              (iteration ? " or HybridEP's moe_expert_rank_capacity_factor" : "") +
+              " (a dropless dispatch waits for the host; graph attn, moe_router and moe_preprocess instead)");
   }
   if (c.cuda_graphed("moe_preprocess") && !modules.empty() && c.moe_token_dispatcher_type == MoeDispatcher::kAlltoall && c.moe_expert_capacity_factor > 0 &&
       !c.moe_pad_expert_input_to_capacity) {
