@@ -15,6 +15,7 @@
 #include "config_flags.h"
 #include "pipelab/base/error.h"
 #include "pipelab/base/file_io.h"
+#include "pipelab/base/names.h"
 #include "pipelab/plan/plan.h"
 #include "pipelab/plan/recipes.h"
 #include "pipelab/profiles/presets.h"
@@ -70,7 +71,7 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   for (const std::string& words : o.cuda_graph_modules) {
     for (const std::string& m : split_comma_list(words)) {
       if (std::find(names.begin(), names.end(), m) == names.end()) {
-        throw InputError("--cuda-graph-modules: '" + m + "' is not one of attn, mlp, moe, moe_router, moe_preprocess");
+        throw InputError("--cuda-graph-modules: '" + m + "' is not one of " + join(names));
       }
       r.cuda_graph_modules.push_back(m);
     }

@@ -89,6 +89,7 @@ Launches graphed(Launches l, bool graph) { return graph ? Launches{1, 1} : l; }
 LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int layer, bool full_recompute) {
   const QuantizationKind kind = quantization(c, c.layer_precision(layer, m.num_layers));
   const bool moe = m.is_moe_layer(layer);
+  const double local_experts = std::max(1.0, static_cast<double>(m.num_experts) / c.ep);
   LayerLaunches out;
   if (c.cuda_graph_impl == CudaGraphImpl::kFullIteration) return out;  // one launch per iteration
   const bool whole_layer = c.cuda_graph_impl != CudaGraphImpl::kNone && c.cuda_graph_modules.empty();
@@ -110,7 +111,6 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
   } else if (c.cuda_graphed("moe")) {
     mlp = {1, 1};
   } else {
-    const double local_experts = std::max(1.0, static_cast<double>(m.num_experts) / c.ep);
     const bool router_graph = c.cuda_graphed("moe_router");
     const Launches r = graphed(router(), router_graph);
     const Launches p = graphed(preprocess(c), router_graph && c.cuda_graphed("moe_preprocess"));
@@ -126,7 +126,7 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
   out.forward = attention.forward + mlp.forward;
   const double backward = attention.backward + mlp.backward;
   // W: the weight-gradient GEMMs (QKV, projection, FC1, FC2; two per local expert, or two grouped ones).
-  const double expert_wgrads = c.moe_expert_rank_capacity_factor > 0 ? 2 : 2 * std::max(1.0, static_cast<double>(m.num_experts) / c.ep);
+  const double expert_wgrads = c.moe_expert_rank_capacity_factor > 0 ? 2 : 2 * local_experts;
   const double wgrad_gemms = moe ? 2 + expert_wgrads : 4;
   out.weight_grad = std::min(backward, wgrad_gemms);
   out.input_grad = backward - out.weight_grad;
