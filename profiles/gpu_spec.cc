@@ -158,15 +158,27 @@ double GpuSpec::gemm_efficiency(double flops, Precision precision) const {
   return curve_efficiency(*curve, flops);
 }
 
-AttentionEfficiencyPoint GpuSpec::attention_efficiency(double keys) const {
+AttentionEfficiencyPoint attention_head_dim_factor(double head_dim) {
+  if (!(head_dim > 0)) throw InputError("attention head_dim=" + number_text(head_dim) + " must be positive");
+  // NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn @3929da2e:
+  // gpt_oss (d = 64, window 1024) 349-358 / 299-303 TFLOPS at S = 8K-32K; llama3.1 (d = 128) causal at
+  // S = 2048, the same 1024 mean keys, 484 / 370.
+  constexpr double kHalfDim = kAttentionCurveHeadDim / 2, kForwardAtHalf = 0.73, kBackwardAtHalf = 0.81;
+  const double d = std::clamp(head_dim, kHalfDim, kAttentionCurveHeadDim);
+  const double t = std::log2(d / kHalfDim);  // 0 at d = 64, 1 at d = 128
+  return {0, kForwardAtHalf + t * (1 - kForwardAtHalf), kBackwardAtHalf + t * (1 - kBackwardAtHalf)};
+}
+
+AttentionEfficiencyPoint GpuSpec::attention_efficiency(double keys, double head_dim) const {
   if (attention_efficiency_curve.empty()) throw ConfigError("gpu '" + name + "' has no attention_efficiency_curve");
   if (!(keys > 0)) throw InputError("attention keys per query=" + number_text(keys) + " must be positive");
   const auto& curve = attention_efficiency_curve;
   // Below the first point a kernel's time per query tile stops shrinking with the keys (setup, the
   // softmax epilogue and the store dominate a few K/V tiles), so its efficiency falls with them.
   const double below = std::min(1.0, keys / curve.front().keys);
-  return {keys, below * log_linear(curve, &AttentionEfficiencyPoint::keys, &AttentionEfficiencyPoint::forward, keys),
-          below * log_linear(curve, &AttentionEfficiencyPoint::keys, &AttentionEfficiencyPoint::backward, keys)};
+  const AttentionEfficiencyPoint dim = attention_head_dim_factor(head_dim);
+  return {keys, dim.forward * below * log_linear(curve, &AttentionEfficiencyPoint::keys, &AttentionEfficiencyPoint::forward, keys),
+          dim.backward * below * log_linear(curve, &AttentionEfficiencyPoint::keys, &AttentionEfficiencyPoint::backward, keys)};
 }
 
 double GpuSpec::peak_tflops(Precision precision) const {

@@ -213,6 +213,22 @@ TEST(GpuSpec, AttentionCurveInterpolatesForwardAndBackwardByKeys) {
   EXPECT_THAT(error_message<ConfigError>([&] { gpu.attention_efficiency(1024); }), HasSubstr("has no attention_efficiency_curve"));
 }
 
+// The curve is d = 128's; d = 64 runs at cuDNN's measured 0.73 / 0.81 of it, log-linear between, held
+// outside [64, 128].
+TEST(GpuSpec, SmallerHeadDimsScaleTheAttentionCurve) {
+  GpuSpec gpu = gpu_preset("h100-sxm");
+  gpu.attention_efficiency_curve = {{256, 0.2, 0.1}, {4096, 0.6, 0.5}};
+  EXPECT_DOUBLE_EQ(gpu.attention_efficiency(4096, 128).forward, 0.6);
+  EXPECT_DOUBLE_EQ(gpu.attention_efficiency(4096, 192).backward, 0.5);  // MLA's 192: no figure, held at 1
+  EXPECT_NEAR(gpu.attention_efficiency(4096, 64).forward, 0.6 * 0.73, 1e-12);
+  EXPECT_NEAR(gpu.attention_efficiency(4096, 64).backward, 0.5 * 0.81, 1e-12);
+  EXPECT_NEAR(gpu.attention_efficiency(4096, 32).forward, 0.6 * 0.73, 1e-12);
+  const AttentionEfficiencyPoint mid = attention_head_dim_factor(64 * std::sqrt(2.0));  // halfway in log2
+  EXPECT_NEAR(mid.forward, (0.73 + 1) / 2, 1e-12);
+  EXPECT_NEAR(mid.backward, (0.81 + 1) / 2, 1e-12);
+  EXPECT_THAT(error_message<InputError>([] { attention_head_dim_factor(0); }), HasSubstr("head_dim=0 must be positive"));
+}
+
 // Presets that share a chip share its attention curve (docs/profiles.md): the Hopper presets one
 // measured on H200, B300 GB300's, A800 A100's; H20 has none.
 TEST(GpuSpec, PresetAttentionCurvesFollowTheirChips) {

@@ -169,6 +169,15 @@ TEST(AnalyticCost, AttentionIsOneFusedKernelReadAtItsKeysPerQuery) {
   const double single = sim::AnalyticCost(m, gpu, c, shape).stage(1).f.attention_ns;
   EXPECT_NEAR(single, causal.f.attention_ns, 1e-9 * single);
 
+  // Head dim 64 (64 heads of 64 instead of 32 of 128: the same FLOPs) at cuDNN's 0.73 / 0.81 of the curve.
+  ModelSpec narrow = m;
+  narrow.num_attention_heads = 64;
+  narrow.kv_channels = 64;
+  const sim::StageCost d64 = sim::AnalyticCost(narrow, gpu, resolve(c, narrow), shape).stage(1);
+  EXPECT_NEAR(layer_forward_flops(narrow, 1, 1, 8192).attention_core, flops, 1e-9 * flops);
+  EXPECT_NEAR(d64.f.attention_ns, 8 * flops / (peak * 0.6 * 0.73), 1e-9 * d64.f.attention_ns);
+  EXPECT_NEAR(d64.i.attention_ns, 8 * 2.5 * flops / (peak * 0.4 * 0.81), 1e-9 * d64.i.attention_ns);
+
   // Without a curve: one BF16 GEMM per (sequence, local head), the backward 2.5x its work.
   gpu.attention_efficiency_curve.clear();
   c.cp = 1;

@@ -34,6 +34,16 @@ struct AttentionEfficiencyPoint {
   bool operator==(const AttentionEfficiencyPoint&) const = default;
 };
 
+/// The head dim the attention curves are measured at (docs/profiles.md, "attention_efficiency_curve").
+inline constexpr double kAttentionCurveHeadDim = 128;
+
+/// What a head dim below 128 leaves of the d = 128 kernel's efficiency at the same keys, forward and
+/// backward: fewer FLOPs per K/V tile against the same softmax and tile overheads. 0.73 / 0.81 at d = 64
+/// (cuDNN 9.19 on an H200, 64 / 8 heads: gpt-oss's d = 64 against Llama 3.1's d = 128 at the same mean
+/// keys; FlashAttention-3's H100 figures give 0.72 / 0.84), log-linear in d up to 1 at 128, held below 64
+/// and at 1 from 128 up (no backward figure above 128). `keys` in the result is 0.
+AttentionEfficiencyPoint attention_head_dim_factor(double head_dim);
+
 /// Bandwidths are GB/s with G = 1e9. nvlink_bandwidth_gbps is per GPU *per direction* (half of the
 /// "total bidirectional" figure NVIDIA quotes: H100 900 GB/s total -> 450); nic_bandwidth_gbps is the
 /// scale-out NIC per GPU per direction (400 Gb/s -> 50).
@@ -92,7 +102,8 @@ struct GpuSpec {
   /// Forward and backward efficiency of a fused-attention kernel whose queries attend `keys` keys
   /// (log-linear in keys between points, the last point's beyond it, and below the first point that
   /// point's efficiency x keys / its keys: a fixed time per query tile); requires the curve and keys > 0.
-  AttentionEfficiencyPoint attention_efficiency(double keys) const;
+  /// The curve is measured at head dim 128; a smaller `head_dim` scales it by attention_head_dim_factor.
+  AttentionEfficiencyPoint attention_efficiency(double keys, double head_dim = kAttentionCurveHeadDim) const;
   /// Dense peak at `precision` (ConfigError for fp8 or nvfp4 on a GPU without those tensor cores).
   double peak_tflops(Precision precision) const;
   /// hbm_bytes - reserved_memory_bytes: what the memory model may fill.
