@@ -13,6 +13,7 @@
 #include "pipelab/profiles/flops.h"
 #include "pipelab/sim/activation_offload.h"
 #include "pipelab/sim/cross_entropy.h"
+#include "pipelab/sim/expert_bias.h"
 #include "pipelab/sim/host_launches.h"
 #include "pipelab/sim/moe_dispatch.h"
 #include "pipelab/sim/stage_layers.h"
@@ -309,7 +310,9 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
     return {forward, kAttentionBackwardWork * forward};
   }
   // check() refuses a sliding window under a ring, so a ring only ever splits a causal layer's keys.
-  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(attended_keys_per_query(m, layer, c.seq_length) / c.cp_ring_size());
+  // The curve is read at the query/key head dim (MLA: its non-RoPE and RoPE parts together).
+  const double head_dim = static_cast<double>(m.query_projection_size()) / m.num_attention_heads;
+  const AttentionEfficiencyPoint e = gpu_.attention_efficiency(attended_keys_per_query(m, layer, c.seq_length) / c.cp_ring_size(), head_dim);
   return {forward_flops / (peak_flops_per_ns_ * e.forward), kAttentionBackwardWork * forward_flops / (peak_flops_per_ns_ * e.backward)};
 }
 
@@ -504,7 +507,14 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   if (moe) dispatch = moe_dispatch_cost(m, c, gpu_, tokens / g.sp_split());
   const double permute_ns = memory_ns(2 * dispatch.permute_bytes);  // dispatch side + combine side
   fwd.elementwise_ns += permute_ns;
-  if (moe) fwd.expert_ns = mlp_ns + act_ns + permute_ns;
+  // Biased experts: FC2's bias added per expert in eager PyTorch (expert_bias.h), on the busiest rank's
+  // routed rows of FC2's output.
+  const ExpertBiasWork bias = expert_bias_work(m, c, layer, local_experts);
+  const double bias_elements = norm_tokens * m.moe_router_topk * c.expert_tp() * c.moe_busiest_load() * h;
+  const double bias_f_ns = memory_ns(bias_elements * bias.forward_bytes_per_element);
+  const double bias_i_ns = memory_ns(bias_elements * bias.input_grad_bytes_per_element);
+  fwd.elementwise_ns += bias_f_ns;
+  if (moe) fwd.expert_ns = mlp_ns + act_ns + permute_ns + bias_f_ns;
   // FP8: each linear layer's input is quantized. The QKV and dense FC1 inputs come out of TE's
   // LayerNormLinear on the sequence-parallel shard (quantize_fused_bytes_, by recipe); the attention output, FC2's input
   // (Megatron's activation writes BF16: use_te_activation_func is off by default and in NVIDIA's
@@ -615,15 +625,15 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   in.gemm_ns = fwd.gemm_ns;
   in.attention_ns = attention.backward;
   // The permutes' backward moves the same bytes as their forward.
-  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns - cp_ring_f_ns - act_ns) + act_back_ns + quantize_i_ns + permute_ns +
-                      cp_ring_i_ns;
+  in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns - cp_ring_f_ns - act_ns - bias_f_ns) + act_back_ns + quantize_i_ns +
+                      permute_ns + cp_ring_i_ns + bias_i_ns;
   in.launch_ns = fwd.launch_ns - cp_ring_f_launch_ns + cp_ring_i_launch_ns;
   in.tp_comm_ns = tp_backward_ns;
   in.tp_comm_hidden_by_wgrad_ns = tp.hidden_by_wgrad;
   in.ep_comm_ns = 2 * dispatch.comm_ns;  // the backward reuses the forward's counts: no wait
   in.cp_comm_ns = cp_backward_ns;
   in.flops = lf.input_grad();
-  if (moe) in.expert_ns = mlp_ns + act_back_ns + permute_ns;
+  if (moe) in.expert_ns = mlp_ns + act_back_ns + permute_ns + bias_i_ns;
   if (full_recompute) {
     in += fwd;  // the whole forward again (its FSDP gather included)
     in.dp_comm_ns = 0;
@@ -645,10 +655,10 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       in.gemm_ns += mlp_ns;
       in.elementwise_ns += act_ns + quantize_mlp_f_ns;  // the activation, and FC1's and FC2's input casts again
       in.flops += lf.mlp + lf.router;
-      if (moe) {  // the dispatch, combine and permutes run again
+      if (moe) {  // the dispatch, combine, permutes and expert biases run again
         in.ep_comm_ns += fwd.ep_comm_ns;
         in.ep_host_gap_ns += fwd.ep_host_gap_ns;
-        in.elementwise_ns += permute_ns;
+        in.elementwise_ns += permute_ns + bias_f_ns;
         in.expert_ns += fwd.expert_ns;
       }
     }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 
+#include "pipelab/sim/expert_bias.h"
+
 namespace pipelab::sim {
 namespace {
 
@@ -116,7 +118,9 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
     const Launches p = graphed(preprocess(c), router_graph && c.cuda_graphed("moe_preprocess"));
     const Launches d = dispatch_combine(c);
     const Launches e = experts(c, kind, local_experts);
-    mlp = {r.forward + p.forward + d.forward + e.forward, r.backward + p.backward + d.backward + e.backward};
+    const ExpertBiasWork bias = expert_bias_work(m, c, layer, local_experts);
+    mlp = {r.forward + p.forward + d.forward + e.forward + bias.forward_launches,
+           r.backward + p.backward + d.backward + e.backward + bias.input_grad_launches};
     if (m.moe_shared_expert_intermediate_size > 0) {
       const Launches shared = dense_mlp(kind);
       mlp.forward += shared.forward;
