@@ -123,6 +123,7 @@ class SharedCost final : public sim::CostModel {
   double dp_collective_sm_share() const override { return cost_->dp_collective_sm_share(); }
   sim::InActionComm in_action_comm(int rank, const Action& a) const override { return cost_->in_action_comm(rank, a); }
   std::int64_t optimizer_step_ns(double params) const override { return cost_->optimizer_step_ns(params); }
+  sim::ParamGather param_gather(int rank, int stage) const override { return cost_->param_gather(rank, stage); }
   std::vector<Phase> phases(int rank, const Action& a) const override { return cost_->phases(rank, a); }
 
  private:

@@ -4,7 +4,8 @@
 // ranks are the rank's RECV events for it (RECV_F for an F, RECV_B for a B or I, both for an F&B
 // unit). Until the last of them was produced by the neighbour's compute the rank waits on the
 // pipeline; from then until it arrived, on the transfer; anything after the arrival, or a gap
-// before an action with no such input, the timeline does not explain. After the rank's last
+// before an action with no such input, is the rank's own data-parallel collective where one runs (a
+// forward waiting for its parameters' all-gather), else what the timeline does not explain. After the rank's last
 // action it waits for the pipeline to drain (the last compute of any rank), and after that for
 // the communication that outlives compute: gradient reductions first, then P2P transfers.
 #include "pipelab/schedules/idle_parts.h"
@@ -102,10 +103,13 @@ std::vector<IdleParts> split_idle(const Timeline& t) {
   std::vector<Interval> recv(slot.size(), {kNone, kNone});  // per slot, this rank's RECV of it
   std::vector<std::size_t> touched;
   std::vector<const TimelineEvent*> compute;
+  std::vector<Interval> own_collectives;  // this rank's data-parallel collectives (a gap beside one waits for it)
   for (std::size_t r = 0; r < t.ranks.size(); ++r) {
     IdleParts& p = parts[r];
     compute.clear();
+    own_collectives.clear();
     for (const TimelineEvent& e : t.ranks[r]) {
+      if (e.stream == Stream::Collective) own_collectives.emplace_back(e.start_ns, e.end_ns);
       if (e.stream == Stream::Recv && (e.action.op == Op::RecvF || e.action.op == Op::RecvB)) {
         const std::int64_t i = slot(e.action.op == Op::RecvB, e.action.stage, e.action.mb);
         if (i == kNone) continue;
@@ -118,6 +122,14 @@ std::vector<IdleParts> split_idle(const Timeline& t) {
       return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns < b->end_ns;
     };
     if (!std::is_sorted(compute.begin(), compute.end(), earlier)) std::sort(compute.begin(), compute.end(), earlier);
+    detail::merge(own_collectives);
+    // What of [from, to) the rank's own collective covers is DP communication (a forward waiting for
+    // its parameters' all-gather); the rest the timeline does not explain.
+    const auto unexplained = [&](std::int64_t from, std::int64_t to) {
+      const std::int64_t dp = detail::covered_within(own_collectives, from, to);
+      p.exposed_dp_comm_ns += dp;
+      p.other_ns += to - from - dp;
+    };
     // Walk the compute events in start order; a gap ends where one starts after all before it ended.
     std::int64_t covered_to = 0;
     for (std::size_t i = 0; i < compute.size(); ++i) {
@@ -148,9 +160,9 @@ std::vector<IdleParts> split_idle(const Timeline& t) {
           arrived = std::clamp(arrived, ready, g1);
           waiting[r] += ready - g0;
           p.exposed_pp_comm_ns += arrived - ready;
-          p.other_ns += g1 - arrived;
+          unexplained(arrived, g1);
         } else {
-          p.other_ns += g1 - g0;
+          unexplained(g0, g1);
         }
       }
       busy[r] += std::max<std::int64_t>(0, e.end_ns - std::max(e.start_ns, covered_to));

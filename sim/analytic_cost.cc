@@ -893,9 +893,13 @@ double AnalyticCost::last_bucket_bytes(int stage) const {
   // or the word embedding, among the first parameters (the last gradients), which no bucket splits
   // (param_and_grad_buffer.py; tied, it is a bucket of its own; untied it may share the last one with a
   // few of the first layer's parameters: a lower bound then).
+  return bucket_params() * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes);
+}
+
+double AnalyticCost::bucket_params() const {
+  const ParallelConfig& c = geometry_->config();
   const double embedding_params = geometry_->vocab_per_gpu() * geometry_->model().hidden_size;
-  const double bucket_params = std::max({40e6, 1e6 * c.dp * c.cp, embedding_params});
-  return bucket_params * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes);
+  return std::max({40e6, 1e6 * c.dp * c.cp, embedding_params});
 }
 
 double AnalyticCost::dp_collective_sm_share() const { return gpu_.sm_count > 0 ? kTpOverlapBulkSms / gpu_.sm_count : 0; }
@@ -909,27 +913,64 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   const double all = static_cast<double>(stage_param_elems_[s]), experts = static_cast<double>(stage_expert_elems_[s]);
   // Reduce-scatter (sharded optimizer) or all-reduce (twice the traffic) over a data-parallel group;
   // the distributed optimizer then all-gathers the updated parameters, overlapped with the next
-  // iteration's forward (--overlap-param-gather) or right after the step, on the same link.
+  // iteration's forward (--overlap-param-gather: param_gather) or right after the step, on the same
+  // link: then after the stage's last gradient pass, in the tail.
   const bool sharded = c.sharding() != Sharding::kNoShard;
   const double factor = sharded ? 1.0 : 2.0;
-  const auto reduce = [&](double bytes, double weight_bytes, int group, const Link& link) {
+  const auto reduce = [&](double bytes, int group, const Link& link) {
     if (group <= 1 || bytes <= 0) return 0.0;
-    double ns = collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link);
-    if (sharded && !c.overlap_param_gather) ns += collective_ns(weight_bytes * (group - 1) / group, group - 1, link);
-    return ns;
+    return collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link);
   };
   // Dense parameters over DP x CP (TP fastest in the rank order); routed experts over the expert-DP
   // group, TP x CP x DP / (EP x ETP) ranks EP x ETP apart (Megatron's expert grid: ETP fastest, then EP).
   // Bucketed (stage 0 with the overlap, last_bucket_bytes), the last bucket (the tail) holds the word
   // embedding: dense. Otherwise the stage is one bucket: its tail is the whole reduction.
   const bool last_bucket_only = tail && c.overlap_grad_reduce && stage == 0;
-  const double weight_per_elem = all > 0 ? stage_weight_bytes_[s] / all : 0;
   const double dense_total = (all - experts) * grad_bytes;
   const double dense_bytes = last_bucket_only ? std::min(static_cast<double>(reduce_grad_tail_bytes(stage)), dense_total) : dense_total;
   const double expert_bytes = last_bucket_only ? 0 : experts * grad_bytes;
   const int expert_group = c.expert_dp();
-  return reduce(dense_bytes, (all - experts) * weight_per_elem, c.dp * c.cp, layout_.ring_link(c.tp, c.dp * c.cp)) +
-         reduce(expert_bytes, experts * weight_per_elem, expert_group, layout_.ring_link(c.ep * c.expert_tp(), expert_group));
+  const double gather_ns = sharded && !c.overlap_param_gather ? stage_param_gather(stage).ns : 0;
+  return reduce(dense_bytes, c.dp * c.cp, layout_.ring_link(c.tp, c.dp * c.cp)) +
+         reduce(expert_bytes, expert_group, layout_.ring_link(c.ep * c.expert_tp(), expert_group)) + gather_ns;
+}
+
+AnalyticCost::GatherNs AnalyticCost::stage_param_gather(int stage) const {
+  const ParallelConfig& c = geometry_->config();
+  const auto s = static_cast<std::size_t>(stage);
+  const double all = static_cast<double>(stage_param_elems_[s]), experts = static_cast<double>(stage_expert_elems_[s]);
+  const double weight_per_elem = all > 0 ? stage_weight_bytes_[s] / all : 0;
+  GatherNs out;
+  const auto gather = [&](double elems, int group, const Link& link) {
+    if (group <= 1 || elems <= 0) return;
+    const double received = elems * weight_per_elem * (group - 1) / group;
+    out.ns += collective_ns(received, group - 1, link);
+    out.bytes += received;
+  };
+  gather(all - experts, c.dp * c.cp, layout_.ring_link(c.tp, c.dp * c.cp));
+  gather(experts, c.expert_dp(), layout_.ring_link(c.ep * c.expert_tp(), c.expert_dp()));
+  return out;
+}
+
+ParamGather AnalyticCost::param_gather(int, int stage) const {
+  const ParallelConfig& c = geometry_->config();
+  // FSDP gathers per layer inside the passes (fsdp_layer_ns); without --overlap-param-gather the gather
+  // follows the step (reduce_grad_parts).
+  if (c.sharding() != Sharding::kOptim && c.sharding() != Sharding::kOptimGrads) return {};
+  if (!c.overlap_param_gather) return {};
+  const GatherNs g = stage_param_gather(stage);
+  ParamGather out;
+  out.ns = limits::saturated_ns(g.ns);
+  out.bytes = static_cast<std::int64_t>(g.bytes);
+  // The buckets are the gradient buckets (last_bucket_bytes): only the first stage's first chunk is
+  // bucketed, with --overlap-grad-reduce; elsewhere the stage is one bucket.
+  if (c.overlap_grad_reduce && stage == 0) {
+    out.buckets = static_cast<int>(std::clamp(std::ceil(static_cast<double>(stage_param_elems_[0]) / bucket_params()), 1.0, 1e6));
+  }
+  // Megatron-Bridge aligns the gathers across pipeline stages with virtual pipelining
+  // (comm_overlap.py: align_param_gather when pp > 1 and vp > 1).
+  out.aligned = c.pp > 1 && c.vp > 1;
+  return out;
 }
 
 }  // namespace pipelab::sim

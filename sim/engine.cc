@@ -4,6 +4,7 @@
 #include "pipelab/sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 #include <string>
 
@@ -90,10 +91,14 @@ class Engine {
       throw InputError("simulate: activation table has " + std::to_string(options.activations.size()) +
                        " stages, schedule has " + std::to_string(s.shape.stages));
     }
+    prepare_param_gathers();
   }
 
   SimResult run() {
-    for (std::size_t r = 0; r < ranks_.size(); ++r) push(0, EventKind::RankReady, static_cast<int>(r), 0);
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      begin_iteration(static_cast<int>(r));
+      push(0, EventKind::RankReady, static_cast<int>(r), 0);
+    }
     for (;;) {
       Event e;
       if (!queue_.empty() && (queue_.top().time == now_ || now_head_ == now_events_.size())) {
@@ -121,6 +126,14 @@ class Engine {
   }
 
  private:
+  // One chunk's parameter all-gather in the current iteration (CostModel::param_gather).
+  struct GatherSlot {
+    bool dispatched = false;
+    bool forward_seen = false;     // its first forward reached the front of the rank's list
+    std::int64_t start = 0;        // on the data-parallel link
+    std::int64_t forward_at = 0;   // when that forward may start: its layers wait for their buckets
+  };
+
   struct RankState {
     std::size_t pos = 0;
     std::int64_t free_at = 0;   // compute stream busy until
@@ -135,6 +148,7 @@ class Engine {
     std::int64_t step_done = kNotYet;   // overlap: when this rank's own optimizer step ends
     std::int32_t next_waiting = -1;  // intrusive list of ranks parked on one signal
     std::int64_t held_bytes = 0;
+    std::vector<GatherSlot> gathers;  // per chunk of the rank, this iteration's parameter all-gather
   };
 
   // Events at the current time (a rank woken by a signal, a zero-time action) skip the heap: each
@@ -187,6 +201,7 @@ class Engine {
         wake(r, st.compute_ready_at);
         return;
       }
+      if (any_gather_ && a.op == Op::F && !parameters_gathered(r, a)) return;
       std::int64_t duration = checked_duration(cost_.duration_ns(r, a), r, a, "duration");
       // A data-parallel collective running beside it holds some SMs: the action is slowed by that
       // share of the overlap.
@@ -312,6 +327,97 @@ class Engine {
     }
     st.at_barrier = false;
     ++st.next_iteration;
+    begin_iteration(r);
+    return true;
+  }
+
+  // Parameter all-gathers (CostModel::param_gather). Each rank's chunks in the order their first
+  // forwards come in its list; a stage's first forward of an iteration is the first F of that stage
+  // (an F&B unit never holds one: its backward half needs an earlier forward of its stage).
+  void prepare_param_gathers() {
+    const int stages = s_.shape.stages;
+    gathers_.resize(static_cast<std::size_t>(stages));
+    chunk_of_stage_.assign(static_cast<std::size_t>(stages), -1);
+    rank_chunks_.resize(ranks_.size());
+    for (std::size_t r = 0; r < s_.ranks.size(); ++r) {
+      for (const Slot& slot : s_.ranks[r]) {
+        if (!slot || slot->op != Op::F || slot->stage < 0 || slot->stage >= stages) continue;
+        auto& chunk = chunk_of_stage_[static_cast<std::size_t>(slot->stage)];
+        if (chunk >= 0) continue;
+        chunk = static_cast<int>(rank_chunks_[r].size());
+        rank_chunks_[r].push_back(slot->stage);
+        const ParamGather g = cost_.param_gather(static_cast<int>(r), slot->stage);
+        checked_duration(g.ns, static_cast<int>(r), *slot, "parameter all-gather time");
+        gathers_[static_cast<std::size_t>(slot->stage)] = g;
+        any_gather_ = any_gather_ || g.ns > 0;
+      }
+    }
+    if (!any_gather_) return;
+    for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r].gathers.resize(rank_chunks_[r].size());
+  }
+
+  // A new iteration: no chunk gathered yet; aligned gathers of chunks 0 and 1 start now.
+  void begin_iteration(int r) {
+    if (!any_gather_) return;
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    std::fill(st.gathers.begin(), st.gathers.end(), GatherSlot{});
+    const auto& chunks = rank_chunks_[static_cast<std::size_t>(r)];
+    for (std::size_t k = 0; k < std::min<std::size_t>(2, chunks.size()); ++k) {
+      if (gathers_[static_cast<std::size_t>(chunks[k])].aligned) dispatch_gather(r, static_cast<int>(k));
+    }
+  }
+
+  // Puts chunk k's gather on the rank's data-parallel link from now (after what occupies it). The
+  // timeline shows it on the collective stream under the chunk's next forward.
+  void dispatch_gather(int r, int k) {
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    GatherSlot& g = st.gathers[static_cast<std::size_t>(k)];
+    if (g.dispatched) return;
+    g.dispatched = true;
+    const int stage = rank_chunks_[static_cast<std::size_t>(r)][static_cast<std::size_t>(k)];
+    const ParamGather& pg = gathers_[static_cast<std::size_t>(stage)];
+    g.start = std::max(now_, st.dp_link_free);
+    if (pg.ns <= 0) return;
+    Action label = Action::make(Op::F, stage, 0);
+    const auto& actions = list(r);
+    for (std::size_t i = st.pos; i < actions.size(); ++i) {
+      if (actions[i] && actions[i]->op == Op::F && actions[i]->stage == stage) {
+        label = *actions[i];
+        break;
+      }
+    }
+    st.dp_link_free = checked_end(g.start, pg.ns, r, label);
+    record(r, TimelineEvent{label, Stream::Collective, g.start, st.dp_link_free, pg.bytes, 0});
+  }
+
+  // Whether forward `a` may start now. The first forward of a chunk in an iteration runs its layers as
+  // their buckets arrive, one after another from the gather's start: with b buckets of gather g and
+  // forward f each (the whole gather G, the whole forward F), it ends at the latest of now + F,
+  // start + g + F and start + G + f. It starts that much later than now + F would end, so the wait
+  // shows as the rank idling beside the gather (schedules/idle_parts.cc counts it as DP communication).
+  bool parameters_gathered(int r, const Action& a) {
+    const int k = chunk_of_stage_[static_cast<std::size_t>(a.stage)];
+    if (k < 0) return true;
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    GatherSlot& g = st.gathers[static_cast<std::size_t>(k)];
+    if (!g.forward_seen) {
+      g.forward_seen = true;
+      dispatch_gather(r, k);
+      const ParamGather& pg = gathers_[static_cast<std::size_t>(a.stage)];
+      if (pg.aligned && static_cast<std::size_t>(k) + 1 < st.gathers.size()) dispatch_gather(r, k + 1);
+      g.forward_at = now_;
+      if (pg.ns > 0) {
+        const double forward = static_cast<double>(checked_duration(cost_.duration_ns(r, a), r, a, "duration"));
+        const double buckets = std::max(1, pg.buckets);
+        const double gather = static_cast<double>(pg.ns), start = static_cast<double>(g.start), now = static_cast<double>(now_);
+        const double end = std::max({now + forward, start + gather / buckets + forward, start + gather + forward / buckets});
+        g.forward_at = now_ + static_cast<std::int64_t>(std::llround(end - (now + forward)));
+      }
+    }
+    if (now_ < g.forward_at) {
+      wake(r, g.forward_at);
+      return false;
+    }
     return true;
   }
 
@@ -421,6 +527,10 @@ class Engine {
   std::uint64_t seq_ = 0;
   std::int64_t now_ = 0;
   std::size_t barriers_ = 0;                    // optimizer steps between iterations
+  std::vector<ParamGather> gathers_;            // per stage (CostModel::param_gather)
+  std::vector<int> chunk_of_stage_;             // its index among its rank's chunks
+  std::vector<std::vector<int>> rank_chunks_;   // per rank, its stages in the order of their first forwards
+  bool any_gather_ = false;
   std::vector<std::size_t> arrived_;            // sync: ranks at each step
   std::vector<std::int64_t> open_at_;           // sync: when each step is done
   std::vector<std::int64_t> reductions_done_;   // sync: latest gradient reduction before each step

@@ -132,6 +132,41 @@ TEST(AnalyticCost, ExpertGradientsAreReducedOverTheExpertDataParallelGroup) {
   EXPECT_GT(replicated.reduce_grad_ns(0, 0), cost.reduce_grad_ns(0, 0));
 }
 
+// The distributed optimizer's parameter all-gather with --overlap-param-gather: the same gather the
+// reduction carries without it, received bytes (g - 1) / g of the stage's weights; bucketed as the
+// gradients are (the first stage only, into max(40M, 1M x DP, the word embedding) parameters);
+// aligned across stages with virtual pipelining; none under FSDP (it gathers per layer).
+TEST(AnalyticCost, ParameterGatherIsTheReductionsGatherMovedBeforeTheForward) {
+  const ModelSpec m = model_preset("llama3-8b");  // 32 layers: 16 per stage at pp = 2
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const PipelineShape shape = make_schedule("1f1b", {2, 1, 8, 0}).shape;
+  ParallelConfig c = layout(m, 1, 2, 4, 1, 32, 8192);
+  const sim::AnalyticCost overlapped(m, gpu, c, shape);
+  c.overlap_param_gather = false;
+  const sim::AnalyticCost after_step(m, gpu, c, shape);
+  const sim::ParamGather last = overlapped.param_gather(1, 1);
+  EXPECT_GT(last.ns, 0);
+  EXPECT_NEAR(last.ns, after_step.reduce_grad_ns(1, 1) - overlapped.reduce_grad_ns(1, 1), 1);  // ns rounding
+  EXPECT_EQ(after_step.param_gather(1, 1).ns, 0);
+  EXPECT_EQ(last.buckets, 1);
+  EXPECT_FALSE(last.aligned);
+  // Stage 1: 16 layers and the (untied) output layer.
+  const double bf16 = 2;
+  const double stage1_params = 16.0 * static_cast<double>(m.layer_params(0)) + 128256.0 * 4096;
+  EXPECT_NEAR(static_cast<double>(last.bytes), stage1_params * bf16 * 3 / 4, 1e-6 * static_cast<double>(last.bytes));
+  // Stage 0: 16 layers and the embedding, in buckets of the embedding's 525M parameters.
+  const double stage0_params = 16.0 * static_cast<double>(m.layer_params(0)) + 128256.0 * 4096;
+  EXPECT_EQ(overlapped.param_gather(0, 0).buckets, static_cast<int>(std::ceil(stage0_params / (128256.0 * 4096))));
+  // Interleaved stages gather aligned; FSDP not at all.
+  ParallelConfig v = layout(m, 1, 2, 4, 1, 32, 8192);
+  v.vp = 2;
+  EXPECT_TRUE(sim::AnalyticCost(m, gpu, v, make_schedule("interleaved-1f1b", {2, 2, 8, 0}).shape).param_gather(0, 1).aligned);
+  ParallelConfig f = layout(m, 1, 2, 4, 1, 32, 8192);
+  f.fsdp = Fsdp::kMegatron;
+  f = resolve(f, m);
+  EXPECT_EQ(sim::AnalyticCost(m, gpu, f, shape).param_gather(0, 1).ns, 0);
+}
+
 // Fused attention: the forward at the curve's forward efficiency for the keys each query attends in
 // one kernel call, the backward 2.5x the forward's FLOPs at the backward efficiency (by hand).
 TEST(AnalyticCost, AttentionIsOneFusedKernelReadAtItsKeysPerQuery) {

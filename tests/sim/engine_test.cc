@@ -372,6 +372,75 @@ TEST(Engine, ComputeBesideAReductionIsSlowedByItsSmShare) {
   EXPECT_GT(slowed, 0);
 }
 
+// The distributed optimizer's parameter all-gather before each stage's first forward of an iteration
+// (Megatron's --overlap-param-gather): the forward's layers wait for their buckets one after another.
+class GatherCost : public sim::UniformCost {
+ public:
+  GatherCost(std::int64_t ns, int buckets, bool aligned) : sim::UniformCost(sim::UniformTimes{}), gather_{ns, 1 << 20, buckets, aligned} {}
+  sim::ParamGather param_gather(int, int) const override { return gather_; }
+
+ private:
+  sim::ParamGather gather_;
+};
+
+using Span = std::pair<std::int64_t, std::int64_t>;
+std::vector<Span> spans(const sim::SimResult& r, int rank, Stream stream, Op op = Op::F) {
+  std::vector<Span> out;
+  for (const auto& e : r.timeline.ranks[static_cast<std::size_t>(rank)]) {
+    if (e.stream == stream && (stream != Stream::Compute || e.action.op == op)) out.emplace_back(e.start_ns, e.end_ns);
+  }
+  return out;
+}
+
+TEST(Engine, AForwardWaitsForItsParametersBucketByBucketByHand) {
+  // One rank, F 1000, B 2000. One bucket of 3000: F0 ends at 0 + 3000 + 1000, so it starts at 3000; F1
+  // does not wait.
+  const Schedule s = add_send_recv(make_schedule("1f1b", {1, 1, 2, 0}));
+  const auto whole = sim::simulate(s, GatherCost(3000, 1, false));
+  EXPECT_EQ(spans(whole, 0, Stream::Collective), (std::vector<Span>{{0, 3000}}));
+  EXPECT_EQ(spans(whole, 0, Stream::Compute), (std::vector<Span>{{3000, 4000}, {6000, 7000}}));
+  // Four buckets of 500 beside four quarters of the forward (250): the last bucket lands at 2000 and
+  // its quarter ends at 2250: F0 starts at 1250.
+  EXPECT_EQ(spans(sim::simulate(s, GatherCost(2000, 4, false)), 0, Stream::Compute)[0], (Span{1250, 2250}));
+  // A gather faster than the forward leaves its first bucket exposed: 400 / 4 = 100.
+  EXPECT_EQ(spans(sim::simulate(s, GatherCost(400, 4, false)), 0, Stream::Compute)[0], (Span{100, 1100}));
+  // None: the forward starts at once.
+  EXPECT_EQ(spans(sim::simulate(s, GatherCost(0, 1, false)), 0, Stream::Compute)[0], (Span{0, 1000}));
+}
+
+TEST(Engine, AlignedGathersStartAheadOfTheirChunksByHand) {
+  // One rank, two chunks (at pp 1 the groups are one microbatch: 0F0 1F0 0F1 1F1 ...), a 3000 gather
+  // each. Aligned: both at the start, one after the other on the link, [0, 3000) and [3000, 6000): 0F0
+  // starts at 3000 (ends 4000); 1F0 would start at 4000 but ends no earlier than 3000 + 3000 + 1000: it
+  // starts at 6000. Unaligned, chunk 1's gather starts at 1F0's turn, 4000, and 1F0 at 7000.
+  const Schedule s = add_send_recv(make_schedule("interleaved-1f1b", {1, 2, 2, 0}));
+  const auto first_forward_of_chunk_1 = [](const sim::SimResult& r) {
+    for (const auto& e : r.timeline.ranks[0]) {
+      if (e.stream == Stream::Compute && e.action.op == Op::F && e.action.stage == 1) return e.start_ns;
+    }
+    return std::int64_t{-1};
+  };
+  const auto aligned = sim::simulate(s, GatherCost(3000, 1, true));
+  EXPECT_EQ(spans(aligned, 0, Stream::Collective), (std::vector<Span>{{0, 3000}, {3000, 6000}}));
+  EXPECT_EQ(first_forward_of_chunk_1(aligned), 6000);
+  const auto unaligned = sim::simulate(s, GatherCost(3000, 1, false));
+  EXPECT_EQ(spans(unaligned, 0, Stream::Collective), (std::vector<Span>{{0, 3000}, {4000, 7000}}));
+  EXPECT_EQ(first_forward_of_chunk_1(unaligned), 7000);
+}
+
+TEST(Engine, EveryIterationGathersAgain) {
+  const sim::RepeatedSchedule repeated = sim::repeat_iterations(add_send_recv(make_schedule("1f1b", {1, 1, 2, 0})), 2);
+  sim::SimOptions o;
+  o.iteration_starts = repeated.iteration_starts;
+  o.optimizer_step = sim::OptimizerStep::Sync;
+  const auto r = sim::simulate(repeated.schedule, GatherCost(3000, 1, false), o);
+  // Iteration 1: gather [0, 3000), F [3000, 4000) B [4000, 6000) F [6000, 7000) B [7000, 9000); iteration 2
+  // the same from 9000.
+  EXPECT_EQ(spans(r, 0, Stream::Collective), (std::vector<Span>{{0, 3000}, {9000, 12000}}));
+  EXPECT_EQ(spans(r, 0, Stream::Compute), (std::vector<Span>{{3000, 4000}, {6000, 7000}, {12000, 13000}, {15000, 16000}}));
+  EXPECT_EQ(r.makespan_ns, 18000);
+}
+
 TEST(Engine, InputGradCanAllocateWhatItsWeightGradNeeds) {
   // Full recompute: F keeps 100 (the input), I frees it and rebuilds a 30-byte stash, W frees that.
   const Schedule s = add_send_recv(make_schedule("zb-h1", {1, 1, 1, 0}));

@@ -116,6 +116,31 @@ TEST(IdleParts, NoPipelineBubbleAtPpOne) {
   }
 }
 
+// A forward waiting for its parameters' all-gather idles beside the rank's own collective: DP
+// communication, before the pipeline's waits are told apart. At PP = 1, the whole wait; at PP = 4,
+// each rank's first forward waits for its inputs, then for the part of its gather still running.
+class UniformWithGather final : public sim::UniformCost {
+ public:
+  explicit UniformWithGather(std::int64_t gather_ns) : UniformCost(::pipelab::times(1000, 1000, 1000, 0)), gather_ns_(gather_ns) {}
+  sim::ParamGather param_gather(int, int) const override { return {gather_ns_, 1, 1, false}; }
+
+ private:
+  std::int64_t gather_ns_;
+};
+
+TEST(IdleParts, AForwardWaitingForItsParametersIsDpComm) {
+  const TimelineMetrics one = compute_metrics(sim::simulate(add_send_recv(make_schedule("1f1b", {1, 0, 4, 0})), UniformWithGather(2500)).timeline);
+  EXPECT_EQ(one.ranks[0].idle.exposed_dp_comm_ns, 2500);  // F0 starts at 2500: its gather [0, 2500)
+  EXPECT_EQ(one.ranks[0].idle.other_ns, 0);
+  expect_accounted(one, "gather at pp=1");
+  const TimelineMetrics four = compute_metrics(sim::simulate(add_send_recv(make_schedule("1f1b", {4, 0, 8, 0})), UniformWithGather(2500)).timeline);
+  expect_accounted(four, "gather at pp=4");
+  for (const RankMetrics& r : four.ranks) {
+    EXPECT_EQ(r.idle.exposed_dp_comm_ns, 2500) << "the gather starts with the rank's first forward";
+    EXPECT_EQ(r.idle.other_ns, 0);
+  }
+}
+
 // Megatron's (p-1)(F+B) per rank over an iteration of m(F+B) + (p-1)(F+B), with F = 1, B = 2
 // (reference/schedules.md §3; the ZB README's (p-1)/(m+p-1)).
 TEST(IdleParts, OneFOneBPipelineBubbleIsTheTextbookForm) {

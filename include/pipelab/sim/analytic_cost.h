@@ -101,6 +101,9 @@ class AnalyticCost final : public CostModel {
   /// Adam on the GPU is memory-bound: the bytes it moves per parameter over HBM (docs/simulator.md,
   /// "Optimizer step").
   std::int64_t optimizer_step_ns(double params) const override;
+  /// The distributed optimizer's gather of the stage's updated weights (dense over DP x CP, routed
+  /// experts over the expert-DP group) with --overlap-param-gather, bucketed as its gradients are.
+  ParamGather param_gather(int rank, int stage) const override;
 
   const StageCost& stage(int s) const { return stages_[static_cast<std::size_t>(s)]; }
   /// F&B unit of (f_stage, b_stage): both halves' TP and CP traffic, and four overlapped phases
@@ -137,6 +140,14 @@ class AnalyticCost final : public CostModel {
   double reduce_grad_parts(int stage, bool tail) const;
   /// The gradient bytes of the stage's last bucket (all of them where nothing is bucketed).
   double last_bucket_bytes(int stage) const;
+  /// Parameters per DDP bucket: Megatron's default, max(40M, 1M x DP x CP), or the word embedding,
+  /// which no bucket splits.
+  double bucket_params() const;
+  /// The all-gather of a stage's updated weights: its time and the bytes this GPU receives.
+  struct GatherNs {
+    double ns = 0, bytes = 0;
+  };
+  GatherNs stage_param_gather(int stage) const;
   /// The loss (final norm, LM head, cross-entropy) and/or `mtp_layers` MTP modules of a stage.
   PassCost output_pass(Pass pass, bool loss, int mtp_layers) const;
   PassCost embedding_pass(Pass pass) const;

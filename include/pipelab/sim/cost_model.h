@@ -33,6 +33,18 @@ struct InActionComm {
   bool operator==(const InActionComm&) const = default;
 };
 
+/// A stage's share of the distributed optimizer's parameter all-gather, which Megatron overlaps with
+/// the stage's first forward of the next iteration (--overlap-param-gather): that forward's layers wait
+/// for their buckets one after another (docs/simulator.md, "Parameter all-gather").
+struct ParamGather {
+  std::int64_t ns = 0;     // the whole gather on the data-parallel link; 0: nothing waits for it
+  std::int64_t bytes = 0;  // received by this GPU
+  int buckets = 1;         // gathered one after another, the next dispatched as the forward takes the last
+  bool aligned = false;    // dispatched ahead of the forward: chunks 0 and 1 at the iteration's start,
+                           // chunk k + 1 with chunk k's first forward (align_param_gather); else at the
+                           // stage's own first forward
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -58,6 +70,8 @@ class CostModel {
   /// The exposed communication inside compute action `a` on `rank`, by kind. Zero for models that
   /// do not split an action's time (uniform, profiled).
   virtual InActionComm in_action_comm(int /*rank*/, const Action& /*a*/) const { return {}; }
+  /// The parameter all-gather before `stage`'s first forward of each iteration; none by default.
+  virtual ParamGather param_gather(int /*rank*/, int /*stage*/) const { return {}; }
   /// The optimizer step on one GPU that updates `params` parameters (its shard of them), in ns.
   /// Zero for models that do not time it (uniform, profiled: the runtime runs no optimizer).
   virtual std::int64_t optimizer_step_ns(double /*params*/) const { return 0; }
