@@ -160,13 +160,14 @@ double GpuSpec::gemm_efficiency(double flops, Precision precision) const {
 
 AttentionEfficiencyPoint attention_head_dim_factor(double head_dim) {
   if (!(head_dim > 0)) throw InputError("attention head_dim=" + number_text(head_dim) + " must be positive");
-  // NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn @3929da2e:
-  // gpt_oss (d = 64, window 1024) 349-358 / 299-303 TFLOPS at S = 8K-32K; llama3.1 (d = 128) causal at
-  // S = 2048, the same 1024 mean keys, 484 / 370.
-  constexpr double kHalfDim = kAttentionCurveHeadDim / 2, kForwardAtHalf = 0.73, kBackwardAtHalf = 0.81;
-  const double d = std::clamp(head_dim, kHalfDim, kAttentionCurveHeadDim);
-  const double t = std::log2(d / kHalfDim);  // 0 at d = 64, 1 at d = 128
-  return {0, kForwardAtHalf + t * (1 - kForwardAtHalf), kBackwardAtHalf + t * (1 - kBackwardAtHalf)};
+  // NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/results/h200_919_only_cudnn @3929da2e, one
+  // run (cuDNN 9.19, H200, causal), against llama3.1 (64 / 8 heads, d = 128) at the same mean keys:
+  // gpt_oss (64 / 8, d = 64, window 1024) 349-358 / 299-303 TFLOPS at S = 8K-32K (1024 keys) against
+  // 484 / 370 at S = 2048; dsv3 (128 heads, MLA's d = 192 for Q/K, 128 for V) 599 / 404 at S = 4096
+  // against 591 / 474.
+  static const std::vector<AttentionEfficiencyPoint> kFactors = {{64, 0.73, 0.81}, {128, 1.0, 1.0}, {192, 1.01, 0.85}};  // keys = head dim
+  return {0, log_linear(kFactors, &AttentionEfficiencyPoint::keys, &AttentionEfficiencyPoint::forward, head_dim),
+          log_linear(kFactors, &AttentionEfficiencyPoint::keys, &AttentionEfficiencyPoint::backward, head_dim)};
 }
 
 AttentionEfficiencyPoint GpuSpec::attention_efficiency(double keys, double head_dim) const {

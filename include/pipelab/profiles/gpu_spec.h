@@ -37,11 +37,11 @@ struct AttentionEfficiencyPoint {
 /// The head dim the attention curves are measured at (docs/profiles.md, "attention_efficiency_curve").
 inline constexpr double kAttentionCurveHeadDim = 128;
 
-/// What a head dim below 128 leaves of the d = 128 kernel's efficiency at the same keys, forward and
-/// backward: fewer FLOPs per K/V tile against the same softmax and tile overheads. 0.73 / 0.81 at d = 64
-/// (cuDNN 9.19 on an H200, 64 / 8 heads: gpt-oss's d = 64 against Llama 3.1's d = 128 at the same mean
-/// keys; FlashAttention-3's H100 figures give 0.72 / 0.84), log-linear in d up to 1 at 128, held below 64
-/// and at 1 from 128 up (no backward figure above 128). `keys` in the result is 0.
+/// What a query/key head dim other than 128 makes of the d = 128 kernel's efficiency at the same keys,
+/// forward and backward, measured by cuDNN 9.19 on an H200 against Llama 3.1's d = 128 at the same mean
+/// keys: 0.73 / 0.81 at d = 64 (gpt-oss: fewer FLOPs per K/V tile against the same softmax and tile
+/// overheads; FlashAttention-3's H100 figures give 0.72 / 0.84), 1.01 / 0.85 at d = 192 (DeepSeek-V3's MLA,
+/// V 128). Log-linear in d between, held outside [64, 192]. `keys` in the result is 0.
 AttentionEfficiencyPoint attention_head_dim_factor(double head_dim);
 
 /// Bandwidths are GB/s with G = 1e9. nvlink_bandwidth_gbps is per GPU *per direction* (half of the
@@ -102,7 +102,7 @@ struct GpuSpec {
   /// Forward and backward efficiency of a fused-attention kernel whose queries attend `keys` keys
   /// (log-linear in keys between points, the last point's beyond it, and below the first point that
   /// point's efficiency x keys / its keys: a fixed time per query tile); requires the curve and keys > 0.
-  /// The curve is measured at head dim 128; a smaller `head_dim` scales it by attention_head_dim_factor.
+  /// The curve is measured at head dim 128; another `head_dim` scales it by attention_head_dim_factor.
   AttentionEfficiencyPoint attention_efficiency(double keys, double head_dim = kAttentionCurveHeadDim) const;
   /// Dense peak at `precision` (ConfigError for fp8 or nvfp4 on a GPU without those tensor cores).
   double peak_tflops(Precision precision) const;
