@@ -884,19 +884,25 @@ std::int64_t AnalyticCost::reduce_grad_tail_bytes(int stage) const {
 
 double AnalyticCost::last_bucket_bytes(int stage) const {
   const ParallelConfig& c = geometry_->config();
-  if (!c.overlap_grad_reduce || stage != 0) return static_cast<double>(reduce_grad_bytes(stage));
+  if (!bucketed(stage)) return static_cast<double>(reduce_grad_bytes(stage));
   // Megatron's DDP reduces bucket by bucket as the last microbatch's backward produces them (the
-  // others run under no_sync), but only on the first pipeline stage's first chunk: later stages and
-  // chunks take one bucket, reduced after the pass (distributed_data_parallel.py: bucket_size None
-  // for pp_rank > 0; training.py: for chunk_idx > 0). Only the last bucket follows the pass: the
-  // default bucket, max(40M, 1M x the DP x CP size) parameters (training.py resolve_ddp_bucket_size),
-  // or the word embedding, among the first parameters (the last gradients), which no bucket splits
+  // others run under no_sync). Only the last bucket follows the pass: the default bucket, or the word
+  // embedding, among the first parameters (the last gradients), which no bucket splits
   // (param_and_grad_buffer.py; tied, it is a bucket of its own; untied it may share the last one with a
   // few of the first layer's parameters: a lower bound then).
   return bucket_params() * (c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes);
 }
 
+bool AnalyticCost::bucketed(int stage) const {
+  // Only the first pipeline stage's first chunk, and only with the overlap: later stages and chunks
+  // take one bucket (distributed_data_parallel.py: bucket_size None for pp_rank > 0 and without
+  // overlap_grad_reduce; training.py: disable_bucketing for chunk_idx > 0).
+  return geometry_->config().overlap_grad_reduce && stage == 0;
+}
+
 double AnalyticCost::bucket_params() const {
+  // Megatron's default, max(40M, 1M x the DP x CP size) (Megatron-LM training.py resolve_ddp_bucket_size;
+  // core_v0.15.0's DDP counted DP alone), or the word embedding.
   const ParallelConfig& c = geometry_->config();
   const double embedding_params = geometry_->vocab_per_gpu() * geometry_->model().hidden_size;
   return std::max({40e6, 1e6 * c.dp * c.cp, embedding_params});
@@ -925,7 +931,7 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   // group, TP x CP x DP / (EP x ETP) ranks EP x ETP apart (Megatron's expert grid: ETP fastest, then EP).
   // Bucketed (stage 0 with the overlap, last_bucket_bytes), the last bucket (the tail) holds the word
   // embedding: dense. Otherwise the stage is one bucket: its tail is the whole reduction.
-  const bool last_bucket_only = tail && c.overlap_grad_reduce && stage == 0;
+  const bool last_bucket_only = tail && bucketed(stage);
   const double dense_total = (all - experts) * grad_bytes;
   const double dense_bytes = last_bucket_only ? std::min(static_cast<double>(reduce_grad_tail_bytes(stage)), dense_total) : dense_total;
   const double expert_bytes = last_bucket_only ? 0 : experts * grad_bytes;
@@ -962,14 +968,16 @@ ParamGather AnalyticCost::param_gather(int, int stage) const {
   ParamGather out;
   out.ns = limits::saturated_ns(g.ns);
   out.bytes = static_cast<std::int64_t>(g.bytes);
-  // The buckets are the gradient buckets (last_bucket_bytes): only the first stage's first chunk is
-  // bucketed, with --overlap-grad-reduce; elsewhere the stage is one bucket.
-  if (c.overlap_grad_reduce && stage == 0) {
-    out.buckets = static_cast<int>(std::clamp(std::ceil(static_cast<double>(stage_param_elems_[0]) / bucket_params()), 1.0, 1e6));
-  }
   // Megatron-Bridge aligns the gathers across pipeline stages with virtual pipelining
   // (comm_overlap.py: align_param_gather when pp > 1 and vp > 1).
   out.aligned = c.pp > 1 && c.vp > 1;
+  // The buckets are the gradient buckets (bucketed). The forward pre-hook gathers them in the order
+  // the forward needs them; an aligned gather issues them all at once in the buffer's order, the
+  // model's last parameters first (param_and_grad_buffer.py builds it from params[::-1]), so the
+  // forward's first layer waits for the whole gather: one bucket.
+  if (bucketed(stage) && !out.aligned) {
+    out.buckets = static_cast<int>(std::clamp(std::ceil(static_cast<double>(stage_param_elems_[0]) / bucket_params()), 1.0, 1e6));
+  }
   return out;
 }
 

@@ -116,7 +116,10 @@ class Engine {
       ++result_.events;
       now_ = e.time;
       switch (e.kind) {
-        case EventKind::RankReady: advance(e.rank); break;
+        case EventKind::RankReady:
+          if (ranks_[static_cast<std::size_t>(e.rank)].wake_at == e.time) ranks_[static_cast<std::size_t>(e.rank)].wake_at = kNotYet;
+          advance(e.rank);
+          break;
         case EventKind::ActionDone: finish(e.rank, e.payload); break;
         case EventKind::SignalArrives: arrive(e.payload); break;
       }
@@ -130,6 +133,7 @@ class Engine {
   struct GatherSlot {
     bool dispatched = false;
     bool forward_seen = false;     // its first forward reached the front of the rank's list
+    bool gather_bound = false;     // that forward ends with the last bucket, not with its own compute
     std::int64_t start = 0;        // on the data-parallel link
     std::int64_t forward_at = 0;   // when that forward may start: its layers wait for their buckets
   };
@@ -149,6 +153,8 @@ class Engine {
     std::int32_t next_waiting = -1;  // intrusive list of ranks parked on one signal
     std::int64_t held_bytes = 0;
     std::vector<GatherSlot> gathers;  // per chunk of the rank, this iteration's parameter all-gather
+    int forwards = 0;                 // forwards reached this iteration (aligned gathers' dispatch clock)
+    std::size_t forward_counted_at = static_cast<std::size_t>(-1);  // the list position last counted
   };
 
   // Events at the current time (a rank woken by a signal, a zero-time action) skip the heap: each
@@ -201,11 +207,12 @@ class Engine {
         wake(r, st.compute_ready_at);
         return;
       }
-      if (any_gather_ && a.op == Op::F && !parameters_gathered(r, a)) return;
       std::int64_t duration = checked_duration(cost_.duration_ns(r, a), r, a, "duration");
+      bool gather_bound = false;
+      if (any_gather_ && (a.op == Op::F || a.op == Op::OverlapFB) && !parameters_gathered(r, a, duration, gather_bound)) return;
       // A data-parallel collective running beside it holds some SMs: the action is slowed by that
-      // share of the overlap.
-      if (st.dp_link_free > now_) {
+      // share of the overlap (not a forward paced by its parameters' gather: its compute has slack).
+      if (st.dp_link_free > now_ && !gather_bound) {
         duration += static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(std::min(duration, st.dp_link_free - now_)));
       }
       const std::int64_t end = checked_end(now_, duration, r, a);
@@ -332,25 +339,35 @@ class Engine {
   }
 
   // Parameter all-gathers (CostModel::param_gather). Each rank's chunks in the order their first
-  // forwards come in its list; a stage's first forward of an iteration is the first F of that stage
-  // (an F&B unit never holds one: its backward half needs an earlier forward of its stage).
+  // forwards (F, or an F&B unit's forward half) come in its list, and how many forwards precede each.
   void prepare_param_gathers() {
     const int stages = s_.shape.stages;
     gathers_.resize(static_cast<std::size_t>(stages));
     chunk_of_stage_.assign(static_cast<std::size_t>(stages), -1);
     rank_chunks_.resize(ranks_.size());
+    aligned_dispatch_.resize(ranks_.size());
     for (std::size_t r = 0; r < s_.ranks.size(); ++r) {
+      int forwards = 0;
+      std::vector<int> first_forward;  // per chunk, the forwards before its first
       for (const Slot& slot : s_.ranks[r]) {
-        if (!slot || slot->op != Op::F || slot->stage < 0 || slot->stage >= stages) continue;
+        if (!slot || (slot->op != Op::F && slot->op != Op::OverlapFB) || slot->stage < 0 || slot->stage >= stages) continue;
         auto& chunk = chunk_of_stage_[static_cast<std::size_t>(slot->stage)];
-        if (chunk >= 0) continue;
-        chunk = static_cast<int>(rank_chunks_[r].size());
-        rank_chunks_[r].push_back(slot->stage);
-        const ParamGather g = cost_.param_gather(static_cast<int>(r), slot->stage);
-        checked_duration(g.ns, static_cast<int>(r), *slot, "parameter all-gather time");
-        gathers_[static_cast<std::size_t>(slot->stage)] = g;
-        any_gather_ = any_gather_ || g.ns > 0;
+        if (chunk < 0) {
+          chunk = static_cast<int>(rank_chunks_[r].size());
+          rank_chunks_[r].push_back(slot->stage);
+          first_forward.push_back(forwards);
+          const ParamGather g = cost_.param_gather(static_cast<int>(r), slot->stage);
+          checked_duration(g.ns, static_cast<int>(r), *slot, "parameter all-gather time");
+          gathers_[static_cast<std::size_t>(slot->stage)] = g;
+          any_gather_ = any_gather_ || g.ns > 0;
+        }
+        ++forwards;
       }
+      // Aligned (Megatron's interleaved schedule, param_sync_func): chunks 0 and 1 at the iteration's
+      // start, chunk k + 1 (k >= 1) at the forward step pp_rank steps before chunk k's first forward.
+      auto& at = aligned_dispatch_[r];
+      at.assign(rank_chunks_[r].size(), -1);
+      for (std::size_t k = 2; k < at.size(); ++k) at[k] = std::max(0, first_forward[k - 1] - static_cast<int>(r));
     }
     if (!any_gather_) return;
     for (std::size_t r = 0; r < ranks_.size(); ++r) ranks_[r].gathers.resize(rank_chunks_[r].size());
@@ -361,6 +378,7 @@ class Engine {
     if (!any_gather_) return;
     RankState& st = ranks_[static_cast<std::size_t>(r)];
     std::fill(st.gathers.begin(), st.gathers.end(), GatherSlot{});
+    st.forwards = 0;
     const auto& chunks = rank_chunks_[static_cast<std::size_t>(r)];
     for (std::size_t k = 0; k < std::min<std::size_t>(2, chunks.size()); ++k) {
       if (gathers_[static_cast<std::size_t>(chunks[k])].aligned) dispatch_gather(r, static_cast<int>(k));
@@ -381,8 +399,8 @@ class Engine {
     Action label = Action::make(Op::F, stage, 0);
     const auto& actions = list(r);
     for (std::size_t i = st.pos; i < actions.size(); ++i) {
-      if (actions[i] && actions[i]->op == Op::F && actions[i]->stage == stage) {
-        label = *actions[i];
+      if (actions[i] && (actions[i]->op == Op::F || actions[i]->op == Op::OverlapFB) && actions[i]->stage == stage) {
+        label = Action::make(Op::F, stage, actions[i]->mb);
         break;
       }
     }
@@ -390,34 +408,48 @@ class Engine {
     record(r, TimelineEvent{label, Stream::Collective, g.start, st.dp_link_free, pg.bytes, 0});
   }
 
-  // Whether forward `a` may start now. The first forward of a chunk in an iteration runs its layers as
-  // their buckets arrive, one after another from the gather's start: with b buckets of gather g and
-  // forward f each (the whole gather G, the whole forward F), it ends at the latest of now + F,
-  // start + g + F and start + G + f. It starts that much later than now + F would end, so the wait
-  // shows as the rank idling beside the gather (schedules/idle_parts.cc counts it as DP communication).
-  bool parameters_gathered(int r, const Action& a) {
+  // Whether forward `a` (an F, or an F&B unit's forward half) of `duration` may start now. The first
+  // forward of a chunk in an iteration runs its layers as their buckets arrive, one after another from
+  // the gather's start: with b buckets of gather g and forward f each (the whole gather G, the whole
+  // forward F), it ends at the latest of now + F, start + g + F and start + G + f (then `gather_bound`:
+  // its compute has slack between buckets). It starts that much later than now + F would end, so the
+  // wait shows as the rank idling beside the gather (schedules/idle_parts.cc counts it as DP
+  // communication).
+  bool parameters_gathered(int r, const Action& a, std::int64_t duration, bool& gather_bound) {
+    RankState& st = ranks_[static_cast<std::size_t>(r)];
+    if (st.forward_counted_at != st.pos) {  // a forward step: aligned gathers due at it start now
+      st.forward_counted_at = st.pos;
+      const auto& at = aligned_dispatch_[static_cast<std::size_t>(r)];
+      for (std::size_t k = 2; k < at.size(); ++k) {
+        if (at[k] == st.forwards && gathers_[static_cast<std::size_t>(rank_chunks_[static_cast<std::size_t>(r)][k])].aligned) {
+          dispatch_gather(r, static_cast<int>(k));
+        }
+      }
+      ++st.forwards;
+    }
     const int k = chunk_of_stage_[static_cast<std::size_t>(a.stage)];
     if (k < 0) return true;
-    RankState& st = ranks_[static_cast<std::size_t>(r)];
     GatherSlot& g = st.gathers[static_cast<std::size_t>(k)];
     if (!g.forward_seen) {
       g.forward_seen = true;
       dispatch_gather(r, k);
       const ParamGather& pg = gathers_[static_cast<std::size_t>(a.stage)];
-      if (pg.aligned && static_cast<std::size_t>(k) + 1 < st.gathers.size()) dispatch_gather(r, k + 1);
       g.forward_at = now_;
       if (pg.ns > 0) {
-        const double forward = static_cast<double>(checked_duration(cost_.duration_ns(r, a), r, a, "duration"));
+        const double forward = static_cast<double>(duration);
         const double buckets = std::max(1, pg.buckets);
         const double gather = static_cast<double>(pg.ns), start = static_cast<double>(g.start), now = static_cast<double>(now_);
-        const double end = std::max({now + forward, start + gather / buckets + forward, start + gather + forward / buckets});
-        g.forward_at = now_ + static_cast<std::int64_t>(std::llround(end - (now + forward)));
+        const double compute_bound = std::max(now + forward, start + gather / buckets + forward);
+        const double gather_end = start + gather + forward / buckets;
+        g.gather_bound = gather_end > compute_bound;
+        g.forward_at = now_ + static_cast<std::int64_t>(std::llround(std::max(compute_bound, gather_end) - (now + forward)));
       }
     }
     if (now_ < g.forward_at) {
       wake(r, g.forward_at);
       return false;
     }
+    gather_bound = g.gather_bound;
     return true;
   }
 
@@ -530,6 +562,7 @@ class Engine {
   std::vector<ParamGather> gathers_;            // per stage (CostModel::param_gather)
   std::vector<int> chunk_of_stage_;             // its index among its rank's chunks
   std::vector<std::vector<int>> rank_chunks_;   // per rank, its stages in the order of their first forwards
+  std::vector<std::vector<int>> aligned_dispatch_;  // per rank and chunk, the forward step an aligned gather starts at (-1: at the start)
   bool any_gather_ = false;
   std::vector<std::size_t> arrived_;            // sync: ranks at each step
   std::vector<std::int64_t> open_at_;           // sync: when each step is done

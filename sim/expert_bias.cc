@@ -20,10 +20,13 @@ ExpertBiasWork expert_bias_work(const ModelSpec& m, const ParallelConfig& c, int
   // concatenates t's gradient (read and write 2).
   w.input_grad_bytes_per_element = (fp32 ? 2 * (kBf16 + 4) : 0) + 2 * 3 * s + 2 * kBf16;
   // Launches: a multiply and an add per expert, the cat (and the cast); backward two multiplies and two
-  // reductions per expert (and t's cast), the cat of t's gradient and of p's (and the cast).
+  // reductions per expert (and t's cast and b's gradient's cast back to BF16), the cat of t's gradient
+  // and of p's (and the cast), and the DDP hook's accumulation of each expert's FC1 and FC2 bias
+  // gradients into main_grad (distributed_data_parallel.py: an add_ per parameter without
+  // gradient-accumulation fusion, which only the GEMMs' weights have).
   const double n = local_experts;
   w.forward_launches = 2 * n + 1 + (fp32 ? 1 : 0);
-  w.input_grad_launches = 4 * n + 2 + (fp32 ? n + 1 : 0);
+  w.input_grad_launches = 4 * n + 2 + 2 * n + (fp32 ? 2 * n + 1 : 0);
   return w;
 }
 

@@ -1,6 +1,7 @@
 // Engine semantics: streams, communication on the critical path, determinism, deadlock reports.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipelab/base/error.h"
+#include "pipelab/schedules/registry.h"
 #include "pipelab/sim/iterations.h"
 #include "sim_helpers.h"
 
@@ -439,6 +441,79 @@ TEST(Engine, EveryIterationGathersAgain) {
   EXPECT_EQ(spans(r, 0, Stream::Collective), (std::vector<Span>{{0, 3000}, {9000, 12000}}));
   EXPECT_EQ(spans(r, 0, Stream::Compute), (std::vector<Span>{{3000, 4000}, {6000, 7000}, {12000, 13000}, {15000, 16000}}));
   EXPECT_EQ(r.makespan_ns, 18000);
+}
+
+// A data-parallel collective's SMs slow the compute beside it, unless the forward is paced by its
+// parameters' buckets: F 1000, b = 4, share 0.1. Gather 400 (compute-bound, 100 exposed): 0F0 starts at
+// 100 and runs beside the gather's last 300 ns: 1000 + 0.1 x 300. Gather 2000 (gather-bound): 0F0 runs
+// [1250, 2250) unslowed.
+class SharedSmGatherCost : public GatherCost {
+ public:
+  explicit SharedSmGatherCost(std::int64_t ns) : GatherCost(ns, 4, false) {}
+  double dp_collective_sm_share() const override { return 0.1; }
+};
+
+TEST(Engine, AForwardBesideItsGatherIsSlowedOnlyWhenItsComputeBindsByHand) {
+  const Schedule s = add_send_recv(make_schedule("1f1b", {1, 1, 2, 0}));
+  EXPECT_EQ(spans(sim::simulate(s, SharedSmGatherCost(400)), 0, Stream::Compute)[0], (Span{100, 1130}));
+  EXPECT_EQ(spans(sim::simulate(s, SharedSmGatherCost(2000)), 0, Stream::Compute)[0], (Span{1250, 2250}));
+}
+
+TEST(Engine, EveryIterationGathersAgainWithTheOverlappedStep) {
+  const sim::RepeatedSchedule repeated = sim::repeat_iterations(add_send_recv(make_schedule("1f1b", {1, 1, 2, 0})), 2);
+  sim::SimOptions o;
+  o.iteration_starts = repeated.iteration_starts;
+  o.optimizer_step = sim::OptimizerStep::Overlap;
+  o.optimizer_step_ns = 500;
+  const auto r = sim::simulate(repeated.schedule, GatherCost(3000, 1, false), o);
+  // Iteration 1 ends at 9000; the rank's own step [9000, 9500); the gather [9500, 12500).
+  EXPECT_EQ(spans(r, 0, Stream::Collective), (std::vector<Span>{{0, 3000}, {9500, 12500}}));
+  EXPECT_EQ(spans(r, 0, Stream::Compute)[2], (Span{12500, 13500}));
+}
+
+// Aligned, chunk k + 1 (k >= 1) is gathered pp_rank forward steps before chunk k's first forward
+// (Megatron's param_sync_func): rank 1 of pp 2 with 3 chunks gathers chunk 2 one forward step before
+// chunk 1's first; rank 0 at chunk 1's first forward.
+TEST(Engine, AlignedGathersOfLaterChunksStartPpRankForwardsAhead) {
+  const Schedule s = add_send_recv(make_schedule("interleaved-1f1b", {2, 3, 4, 0}));
+  const auto r = sim::simulate(s, GatherCost(100, 1, true));
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<const TimelineEvent*> forwards, gathers;
+    for (const auto& e : r.timeline.ranks[static_cast<std::size_t>(rank)]) {
+      if (e.stream == Stream::Compute && e.action.op == Op::F) forwards.push_back(&e);
+      if (e.stream == Stream::Collective && e.action.op == Op::F) gathers.push_back(&e);
+    }
+    ASSERT_EQ(gathers.size(), 3u) << rank;
+    // The forward steps: chunk 1's first is the pp-th forward (index 2), so chunk 2's gather starts
+    // with forward 2 - rank's arrival, which is no later than that forward's start.
+    const TimelineEvent* chunk2 = gathers[2];
+    EXPECT_EQ(chunk2->action.stage, 2 * 2 + rank);
+    EXPECT_LE(chunk2->start_ns, forwards[static_cast<std::size_t>(2 - rank)]->start_ns) << rank;
+    if (rank == 1) EXPECT_LT(chunk2->start_ns, forwards[2]->start_ns);
+  }
+}
+
+// Every schedule family, two iterations: each stage's first forward of each iteration waits for one
+// gather on its rank, which ends before that forward does; nothing deadlocks.
+TEST(Engine, EveryScheduleGathersOncePerChunkAndIteration) {
+  for (const ScheduleInfo& info : schedule_registry()) {
+    const Schedule lowered = add_send_recv(make_schedule(info.name, {4, 0, 8, 0}));
+    const sim::RepeatedSchedule repeated = sim::repeat_iterations(lowered, 2);
+    sim::SimOptions o;
+    o.iteration_starts = repeated.iteration_starts;
+    const auto r = sim::simulate(repeated.schedule, GatherCost(700, 2, false), o);
+    for (std::size_t rank = 0; rank < r.timeline.ranks.size(); ++rank) {
+      int gathers = 0;
+      std::set<int> stages;
+      for (const auto& e : r.timeline.ranks[rank]) {
+        if (e.stream != Stream::Collective) continue;
+        ++gathers;
+        stages.insert(e.action.stage);
+      }
+      EXPECT_EQ(gathers, 2 * static_cast<int>(stages.size())) << info.name << " rank " << rank;
+    }
+    EXPECT_GT(r.makespan_ns, 0) << info.name;
+  }
 }
 
 TEST(Engine, InputGradCanAllocateWhatItsWeightGradNeeds) {

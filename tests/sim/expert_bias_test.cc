@@ -21,23 +21,24 @@ ParallelConfig gpt_oss_ep8(MoeDispatcher dispatcher = MoeDispatcher::kAlltoall) 
 
 // BF16 probabilities (alltoall): forward b*p 2, the add 2 + 2 + 2, the cat 2 + 2 = 12 bytes per element;
 // backward b's and p's gradients 3 x 2 each and the split's cat 2 + 2 = 16. Launches 2 per expert + the
-// cat; backward 4 per expert + 2 cats.
+// cat; backward 4 per expert + 2 cats, and 2 per expert accumulating the FC1 and FC2 bias gradients.
 TEST(ExpertBias, Bf16ProbabilitiesByHand) {
   const sim::ExpertBiasWork w = sim::expert_bias_work(model_preset("gpt-oss-120b"), gpt_oss_ep8(), 0, 16);
   EXPECT_DOUBLE_EQ(w.forward_bytes_per_element, 12);
   EXPECT_DOUBLE_EQ(w.input_grad_bytes_per_element, 16);
   EXPECT_DOUBLE_EQ(w.forward_launches, 2 * 16 + 1);
-  EXPECT_DOUBLE_EQ(w.input_grad_launches, 4 * 16 + 2);
+  EXPECT_DOUBLE_EQ(w.input_grad_launches, 6 * 16 + 2);
 }
 
 // Flex takes FP32 probabilities: the product and sum are FP32 and cast back. Forward 4 + (2 + 8) + 8 +
-// (4 + 2) = 28; backward the two casts 6 + 6, the gradients 2 x 3 x 4, the split's cat 4 = 40.
+// (4 + 2) = 28; backward the two casts 6 + 6, the gradients 2 x 3 x 4, the split's cat 4 = 40. Launches
+// add the output's cast forward; backward t's and b's gradients' casts per expert and the output's.
 TEST(ExpertBias, Fp32ProbabilitiesByHand) {
   const sim::ExpertBiasWork w = sim::expert_bias_work(model_preset("gpt-oss-120b"), gpt_oss_ep8(MoeDispatcher::kFlex), 0, 16);
   EXPECT_DOUBLE_EQ(w.forward_bytes_per_element, 28);
   EXPECT_DOUBLE_EQ(w.input_grad_bytes_per_element, 40);
   EXPECT_DOUBLE_EQ(w.forward_launches, 2 * 16 + 2);
-  EXPECT_DOUBLE_EQ(w.input_grad_launches, 5 * 16 + 3);
+  EXPECT_DOUBLE_EQ(w.input_grad_launches, 8 * 16 + 3);
 }
 
 TEST(ExpertBias, NoneWithoutBiasesOrWithTheCountsOnTheDevice) {
@@ -53,6 +54,9 @@ TEST(ExpertBias, NoneWithoutBiasesOrWithTheCountsOnTheDevice) {
   m.add_bias_linear = false;
   EXPECT_DOUBLE_EQ(sim::expert_bias_work(m, gpt_oss_ep8(), 0, 16).forward_launches, 0);
   EXPECT_DOUBLE_EQ(sim::expert_bias_work(model_preset("llama3-8b"), ParallelConfig{}, 0, 1).forward_bytes_per_element, 0);
+  const ModelSpec dense = model_preset("gpt3-5b");  // biases, but no experts
+  ASSERT_TRUE(dense.add_bias_linear);
+  EXPECT_DOUBLE_EQ(sim::expert_bias_work(dense, ParallelConfig{}, 0, 1).input_grad_bytes_per_element, 0);
 }
 
 // The work lands on each MoE layer's routed rows: 4096 tokens x top-4 x hidden 2880 per layer, read at

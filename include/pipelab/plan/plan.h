@@ -95,8 +95,9 @@ struct Breakdown {
   double ep_comm_ns = 0;      // expert-parallel all-to-all
   double cp_comm_ns = 0;      // context-parallel exchange not hidden behind attention
   double fsdp_comm_ns = 0;    // FSDP weight gathers / gradient reduce-scatters not hidden
-  double p2p_exposed_ns = 0;  // pipeline sends and receives not hidden
-  double dp_tail_ns = 0;      // the iteration's end after the last compute: the gradient reduction left over
+  double p2p_exposed_ns = 0;  // pipeline sends and receives a rank waits for (exposed PP communication)
+  double dp_exposed_ns = 0;   // the gradient reduction left after the last compute and the forwards' waits for
+                              // the parameter all-gather (exposed DP communication)
   double optimizer_step_ns = 0;  // after the pipeline; the iteration is makespan + this
   std::int64_t peak_memory_bytes = 0;
   double tokens_per_s_per_gpu = 0;

@@ -140,8 +140,10 @@ class AnalyticCost final : public CostModel {
   double reduce_grad_parts(int stage, bool tail) const;
   /// The gradient bytes of the stage's last bucket (all of them where nothing is bucketed).
   double last_bucket_bytes(int stage) const;
-  /// Parameters per DDP bucket: Megatron's default, max(40M, 1M x DP x CP), or the word embedding,
-  /// which no bucket splits.
+  /// Whether Megatron's DDP splits the stage's gradients (and parameters) into buckets.
+  bool bucketed(int stage) const;
+  /// Parameters per DDP bucket: Megatron's default, max(40M, 1M x DP x CP), or the word embedding, which
+  /// no bucket splits.
   double bucket_params() const;
   /// The all-gather of a stage's updated weights: its time and the bytes this GPU receives.
   struct GatherNs {
