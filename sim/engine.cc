@@ -449,7 +449,8 @@ class Engine {
       wake(r, g.forward_at);
       return false;
     }
-    gather_bound = g.gather_bound;
+    gather_bound = g.gather_bound;  // the chunk's first forward only: it starts now
+    g.gather_bound = false;
     return true;
   }
 

@@ -46,11 +46,14 @@ TEST(ExpertBias, NoneWithoutBiasesOrWithTheCountsOnTheDevice) {
   ParallelConfig c = gpt_oss_ep8(MoeDispatcher::kFlex);
   c.moe_expert_rank_capacity_factor = 1.5;  // HybridEP's budget: TE's grouped MLP takes the bias
   EXPECT_DOUBLE_EQ(sim::expert_bias_work(m, c, 0, 16).forward_bytes_per_element, 0);
+  EXPECT_DOUBLE_EQ(sim::expert_bias_work(m, c, 0, 16).forward_launches, 0);
+  EXPECT_DOUBLE_EQ(sim::expert_bias_work(m, c, 0, 16).input_grad_launches, 2 * 16);  // the gradients' accumulation
   c = gpt_oss_ep8();
   c.moe_expert_capacity_factor = 1;
   c.moe_pad_expert_input_to_capacity = true;
   c.cuda_graph_impl = CudaGraphImpl::kFullIteration;
-  EXPECT_DOUBLE_EQ(sim::expert_bias_work(m, c, 0, 16).input_grad_launches, 0);
+  EXPECT_DOUBLE_EQ(sim::expert_bias_work(m, c, 0, 16).input_grad_bytes_per_element, 0);
+  EXPECT_DOUBLE_EQ(sim::layer_launches(m, c, 0, false).input_grad, 0);  // the graph holds them
   m.add_bias_linear = false;
   EXPECT_DOUBLE_EQ(sim::expert_bias_work(m, gpt_oss_ep8(), 0, 16).forward_launches, 0);
   EXPECT_DOUBLE_EQ(sim::expert_bias_work(model_preset("llama3-8b"), ParallelConfig{}, 0, 1).forward_bytes_per_element, 0);

@@ -40,9 +40,10 @@ struct ParamGather {
   std::int64_t ns = 0;     // the whole gather on the data-parallel link; 0: nothing waits for it
   std::int64_t bytes = 0;  // received by this GPU
   int buckets = 1;         // gathered one after another, the next dispatched as the forward takes the last
-  bool aligned = false;    // dispatched ahead of the forward: chunks 0 and 1 at the iteration's start,
-                           // chunk k + 1 with chunk k's first forward (align_param_gather); else at the
-                           // stage's own first forward
+  bool aligned = false;    // dispatched ahead of the forward (align_param_gather): chunks 0 and 1 at the
+                           // iteration's start, chunk k + 1 (k >= 1) pp_rank forward steps before chunk
+                           // k's first forward (the engine takes the rank's index as pp_rank); else at
+                           // the stage's own first forward
 };
 
 class CostModel {

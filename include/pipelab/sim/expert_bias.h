@@ -12,9 +12,10 @@
 namespace pipelab::sim {
 
 /// Per MoE layer and microbatch, on one GPU: HBM bytes per element of FC2's output (routed rows x
-/// hidden) and eager launches, forward and input-gradient backward. All zero without expert biases,
-/// on a dense layer, and where the experts take the token counts on the device (HybridEP's per-rank
-/// budget or full-iteration graphs: the bias rides TE's grouped or fused MLP, not modelled).
+/// hidden) and eager launches, forward and input-gradient backward. All zero without expert biases
+/// and on a dense layer. Where the experts take the token counts on the device (HybridEP's per-rank
+/// budget or full-iteration graphs) the bias rides TE's grouped or fused MLP: only the bias gradients'
+/// accumulation launches remain (which full-iteration graphs capture).
 struct ExpertBiasWork {
   double forward_bytes_per_element = 0;
   double input_grad_bytes_per_element = 0;
