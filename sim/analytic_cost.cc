@@ -507,10 +507,13 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   if (moe) dispatch = moe_dispatch_cost(m, c, gpu_, tokens / g.sp_split());
   const double permute_ns = memory_ns(2 * dispatch.permute_bytes);  // dispatch side + combine side
   fwd.elementwise_ns += permute_ns;
-  // Biased experts: FC2's bias added per expert in eager PyTorch (expert_bias.h), on the busiest rank's
-  // routed rows of FC2's output.
+  // A MoE layer's experts see the routed copies: each SP shard's tokens x top-k, gathered over ETP, on
+  // the busiest rank x its load.
+  const double routed_rows = norm_tokens * m.moe_router_topk * c.expert_tp() * c.moe_busiest_load();
+  // Biased experts: FC2's bias added per expert in eager PyTorch (expert_bias.h), on those rows of FC2's
+  // output.
   const ExpertBiasWork bias = expert_bias_work(m, c, layer, local_experts);
-  const double bias_elements = norm_tokens * m.moe_router_topk * c.expert_tp() * c.moe_busiest_load() * h;
+  const double bias_elements = routed_rows * h;
   const double bias_f_ns = memory_ns(bias_elements * bias.forward_bytes_per_element);
   const double bias_i_ns = memory_ns(bias_elements * bias.input_grad_bytes_per_element);
   fwd.elementwise_ns += bias_f_ns;
@@ -523,9 +526,6 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   double quantize_f_ns = 0, quantize_i_ns = 0, quantize_mlp_f_ns = 0;  // the last: of quantize_f_ns, FC1's and FC2's inputs
   if (quantized) {
     const double fused = quantize_fused_bytes_;
-    // A MoE layer's experts see the routed copies: each SP shard's tokens x top-k, gathered over ETP,
-    // on the busiest rank x its load.
-    const double routed_rows = norm_tokens * m.moe_router_topk * c.expert_tp() * c.moe_busiest_load();
     const double fc1_in = moe ? routed_rows * h * quantize_bytes_ : norm_tokens * h * fused;
     quantize_mlp_f_ns = memory_ns(fc1_in + tokens * w.mlp / c.tp * quantize_bytes_ * expert_skew);
     quantize_f_ns = memory_ns(norm_tokens * h * fused + tokens * w.query / c.tp * quantize_bytes_) + quantize_mlp_f_ns;
@@ -914,9 +914,7 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   const ParallelConfig& c = geometry_->config();
   // FSDP reduce-scatters each layer's gradients in its W (fsdp_layer_ns), nothing is left to the end.
   if (c.sharding() == Sharding::kOptimGradsParams) return 0;
-  const auto s = static_cast<std::size_t>(stage);
   const double grad_bytes = c.grad_reduce_in_fp32 ? kFp32Bytes : kBf16Bytes;
-  const double all = static_cast<double>(stage_param_elems_[s]), experts = static_cast<double>(stage_expert_elems_[s]);
   // Reduce-scatter (sharded optimizer) or all-reduce (twice the traffic) over a data-parallel group;
   // the distributed optimizer then all-gathers the updated parameters, overlapped with the next
   // iteration's forward (--overlap-param-gather: param_gather) or right after the step, on the same
@@ -927,34 +925,37 @@ double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
     if (group <= 1 || bytes <= 0) return 0.0;
     return collective_ns(factor * bytes * (group - 1) / group, static_cast<int>(factor) * (group - 1), link);
   };
-  // Dense parameters over DP x CP (TP fastest in the rank order); routed experts over the expert-DP
-  // group, TP x CP x DP / (EP x ETP) ranks EP x ETP apart (Megatron's expert grid: ETP fastest, then EP).
-  // Bucketed (stage 0 with the overlap, last_bucket_bytes), the last bucket (the tail) holds the word
-  // embedding: dense. Otherwise the stage is one bucket: its tail is the whole reduction.
+  // Dense parameters and routed experts over their groups (dp_groups). Bucketed (stage 0 with the
+  // overlap, last_bucket_bytes), the last bucket (the tail) holds the word embedding: dense. Otherwise
+  // the stage is one bucket: its tail is the whole reduction.
+  const auto [dense, routed] = dp_groups(stage);
   const bool last_bucket_only = tail && bucketed(stage);
-  const double dense_total = (all - experts) * grad_bytes;
+  const double dense_total = dense.elems * grad_bytes;
   const double dense_bytes = last_bucket_only ? std::min(static_cast<double>(reduce_grad_tail_bytes(stage)), dense_total) : dense_total;
-  const double expert_bytes = last_bucket_only ? 0 : experts * grad_bytes;
-  const int expert_group = c.expert_dp();
+  const double expert_bytes = last_bucket_only ? 0 : routed.elems * grad_bytes;
   const double gather_ns = sharded && !c.overlap_param_gather ? stage_param_gather(stage).ns : 0;
-  return reduce(dense_bytes, c.dp * c.cp, layout_.ring_link(c.tp, c.dp * c.cp)) +
-         reduce(expert_bytes, expert_group, layout_.ring_link(c.ep * c.expert_tp(), expert_group)) + gather_ns;
+  return reduce(dense_bytes, dense.ranks, dense.link) + reduce(expert_bytes, routed.ranks, routed.link) + gather_ns;
 }
 
-AnalyticCost::GatherNs AnalyticCost::stage_param_gather(int stage) const {
+std::array<AnalyticCost::DpGroup, 2> AnalyticCost::dp_groups(int stage) const {
   const ParallelConfig& c = geometry_->config();
   const auto s = static_cast<std::size_t>(stage);
   const double all = static_cast<double>(stage_param_elems_[s]), experts = static_cast<double>(stage_expert_elems_[s]);
+  return {DpGroup{all - experts, c.dp * c.cp, layout_.ring_link(c.tp, c.dp * c.cp)},
+          DpGroup{experts, c.expert_dp(), layout_.ring_link(c.ep * c.expert_tp(), c.expert_dp())}};
+}
+
+AnalyticCost::GatherNs AnalyticCost::stage_param_gather(int stage) const {
+  const auto s = static_cast<std::size_t>(stage);
+  const double all = static_cast<double>(stage_param_elems_[s]);
   const double weight_per_elem = all > 0 ? stage_weight_bytes_[s] / all : 0;
   GatherNs out;
-  const auto gather = [&](double elems, int group, const Link& link) {
-    if (group <= 1 || elems <= 0) return;
-    const double received = elems * weight_per_elem * (group - 1) / group;
-    out.ns += collective_ns(received, group - 1, link);
+  for (const DpGroup& g : dp_groups(stage)) {
+    if (g.ranks <= 1 || g.elems <= 0) continue;
+    const double received = g.elems * weight_per_elem * (g.ranks - 1) / g.ranks;
+    out.ns += collective_ns(received, g.ranks - 1, g.link);
     out.bytes += received;
-  };
-  gather(all - experts, c.dp * c.cp, layout_.ring_link(c.tp, c.dp * c.cp));
-  gather(experts, c.expert_dp(), layout_.ring_link(c.ep * c.expert_tp(), c.expert_dp()));
+  }
   return out;
 }
 

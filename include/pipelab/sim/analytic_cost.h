@@ -145,6 +145,15 @@ class AnalyticCost final : public CostModel {
   /// Parameters per DDP bucket: Megatron's default, max(40M, 1M x DP x CP), or the word embedding, which
   /// no bucket splits.
   double bucket_params() const;
+  /// The stage's data-parallel groups: dense parameters over DP x CP (TP fastest in the rank order),
+  /// routed experts over the expert-DP group, TP x CP x DP / (EP x ETP) ranks EP x ETP apart (Megatron's
+  /// expert grid: ETP fastest, then EP); each with its parameters and ring link.
+  struct DpGroup {
+    double elems = 0;
+    int ranks = 1;
+    Link link;
+  };
+  std::array<DpGroup, 2> dp_groups(int stage) const;
   /// The all-gather of a stage's updated weights: its time and the bytes this GPU receives.
   struct GatherNs {
     double ns = 0, bytes = 0;
