@@ -200,6 +200,8 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     StageCost c;
     HostGpu ahead_f;  // the forwards the host can run ahead across
     offload_layers.clear();
+    std::vector<LayerRun> runs;
+    const StageCost* run_kind = nullptr;  // a run is consecutive layers of one costed kind
     for (int i = 0; i < range.count; ++i) {
       // Full recompute: every layer (uniform), or a chunk's first recompute_num_layers (block).
       const bool full = cfg.recompute == Recompute::kFull &&
@@ -209,6 +211,16 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       c.f += layer.f;
       c.i += layer.i;
       c.w += layer.w;
+      if (&layer == run_kind) {
+        ++runs.back().count;
+      } else {
+        run_kind = &layer;
+        PassCost b = layer.i;
+        b += layer.w;
+        runs.push_back({{layer.f.compute_ns() - layer.f.expert_ns, layer.f.expert_ns, layer.f.ep_comm_ns, layer.f.ep_host_gap_ns,
+                         b.compute_ns() - b.expert_ns, b.expert_ns, b.ep_comm_ns},
+                        1});
+      }
       // The host cannot launch across a dispatch's wait for it: a MoE layer's forward is its own
       // stretch, the GPU waiting where its host time exceeds the GPU's (less the gap already charged).
       if (g.model().is_moe_layer(range.first + i) && cfg.moe_dispatch_waits_for_host()) {
@@ -278,7 +290,16 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.f_host_wait_ns = c.f.host_wait_ns;
     t.b_host_wait_ns = b.host_wait_ns;
     t.b_expert_ns = b.expert_ns;
-    totals_.push_back(t);
+    // The rest of each half's compute is the embedding, the loss and any MTP module.
+    double f_layers = 0, b_layers = 0;
+    for (const LayerRun& run : runs) {
+      f_layers += run.count * (run.halves.f_other_ns + run.halves.f_expert_ns);
+      b_layers += run.count * (run.halves.b_other_ns + run.halves.b_expert_ns);
+    }
+    t.f_alone_ns = std::max(0.0, t.f_compute_ns - t.f_host_wait_ns - f_layers);
+    t.b_alone_ns = std::max(0.0, t.b_compute_ns - t.b_host_wait_ns - b_layers);
+    t.layer_runs = std::move(runs);
+    totals_.push_back(std::move(t));
   }
   boundary_bytes_ = static_cast<std::int64_t>(g.hidden_state_bytes());
   if (g.model().num_experts > 0 && gpu.sm_count > 0) {
@@ -744,18 +765,46 @@ std::int64_t AnalyticCost::duration_ns(int, const Action& a) const {
 std::array<AnalyticCost::PairedPhase, 4> AnalyticCost::paired_phases(int f_stage, int b_stage) const {
   const StageTotals& f = totals_[static_cast<std::size_t>(f_stage)];
   const StageTotals& b = totals_[static_cast<std::size_t>(b_stage)];
+  std::array<PairedPhase, 4> out{{{"F attention & dense | B combine"},
+                                  {"B experts | F dispatch"},
+                                  {"F experts | B dispatch"},
+                                  {"B attention & dense | F combine"}}};
   // While the EP kernels run they hold a share of the GPU's SMs, so the compute beside them runs at
   // (1 - share): C + share x E when the compute outlasts the transfer E, else E itself. Of E, `idle`
   // is the GPU waiting for the host, when no EP kernel holds SMs.
-  auto phase = [&](const char* name, double compute, double transfer, double idle) {
-    return PairedPhase{name, compute, transfer, std::max(transfer, compute + ep_sm_share_ * (transfer - idle))};
+  const auto add = [&](int phase, double compute, double transfer, double idle, int times) {
+    PairedPhase& p = out[static_cast<std::size_t>(phase)];
+    p.compute_ns += times * compute;
+    p.transfer_ns += times * transfer;
+    p.ns += times * std::max(transfer, compute + ep_sm_share_ * (transfer - idle));
   };
-  const double f_attention = f.f_compute_ns - f.f_host_wait_ns - f.f_expert_ns, b_attention = b.b_compute_ns - b.b_host_wait_ns - b.b_expert_ns;
-  // Dispatch and combine move the same bytes; F's dispatch also holds the host gap after its wait (B
-  // has none: F&B units exclude a recomputed forward).
-  const double gap = f.f_host_gap_ns, f_combine = (f.f_ep_ns - gap) / 2, b_half = b.b_ep_ns / 2;
-  return {phase("F attention & dense | B combine", f_attention, b_half, 0), phase("B experts | F dispatch", b.b_expert_ns, f_combine + gap, gap),
-          phase("F experts | B dispatch", f.f_expert_ns, b_half, 0), phase("B attention & dense | F combine", b_attention, f_combine, 0)};
+  // One layer of F beside one of B (either may be absent: a zero half). Dispatch and combine move the
+  // same bytes; F's dispatch also holds the host gap after its wait (B has none: F&B units exclude a
+  // recomputed forward).
+  const auto pair = [&](const OverlapHalves& fl, const OverlapHalves& bl, int times) {
+    const double f_half = (fl.f_ep_ns - fl.f_gap_ns) / 2, b_half = bl.b_ep_ns / 2;
+    add(0, fl.f_other_ns, b_half, 0, times);
+    add(1, bl.b_expert_ns, f_half + fl.f_gap_ns, fl.f_gap_ns, times);
+    add(2, fl.f_expert_ns, b_half, 0, times);
+    add(3, bl.b_other_ns, f_half, 0, times);
+  };
+  // Megatron pairs F's layer i with B's layer n - 1 - i: F's runs forward, B's backward.
+  const OverlapHalves none;
+  auto fi = f.layer_runs.begin();
+  auto bi = b.layer_runs.rbegin();
+  int f_left = fi != f.layer_runs.end() ? fi->count : 0, b_left = bi != b.layer_runs.rend() ? bi->count : 0;
+  while (fi != f.layer_runs.end() && bi != b.layer_runs.rend()) {
+    const int n = std::min(f_left, b_left);
+    pair(fi->halves, bi->halves, n);
+    if ((f_left -= n) == 0 && ++fi != f.layer_runs.end()) f_left = fi->count;
+    if ((b_left -= n) == 0 && ++bi != b.layer_runs.rend()) b_left = bi->count;
+  }
+  for (; fi != f.layer_runs.end(); f_left = ++fi != f.layer_runs.end() ? fi->count : 0) pair(fi->halves, none, f_left);
+  for (; bi != b.layer_runs.rend(); b_left = ++bi != b.layer_runs.rend() ? bi->count : 0) pair(none, bi->halves, b_left);
+  // F's embedding, loss and MTP modules, and B's, run beside no transfer.
+  add(0, f.f_alone_ns, 0, 0, 1);
+  add(3, b.b_alone_ns, 0, 0, 1);
+  return out;
 }
 
 double AnalyticCost::overlap_ns(int f_stage, int b_stage) const {

@@ -533,21 +533,23 @@ TEST(AnalyticCost, ParamGatherFlagsNeedTheirPrecisionAndSharding) {
 // An F&B unit's duration is its critical path over four phases (F attention | B combine, B experts
 // | F dispatch, F experts | B dispatch, B attention | F combine), each the longer of its compute,
 // slowed by the 20 of 132 SMs DeepEP holds, and its transfer. F's dispatch also holds the GPU idle
-// after its wait for the host, when DeepEP holds no SMs.
+// after its wait for the host, when DeepEP holds no SMs. One layer beside one layer, by hand.
 TEST(AnalyticCost, OverlappedUnitIsItsPhasesCriticalPathByHand) {
-  const ModelSpec m = model_preset("qwen3-30b-a3b");
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  m.num_layers = 3;
   ParallelConfig c;
-  c.pp = 2;
+  c.pp = 4;
   c.ep = 16;
   c.dp = 16;
   c.mbs = 1;
   c.gbs = 64;
+  c.pipeline_layout = "E|t|tt|L";  // embedding, one layer, two layers, loss
   c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
   c = resolve(c, m);
   const GpuSpec gpu = gpu_preset("h100-sxm");
-  const PipelineShape shape = make_schedule("1f1b", {2, 1, 4, 0}).shape;
+  const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
   const sim::AnalyticCost cost(m, gpu, c, shape);
-  const sim::PassCost& f = cost.stage(0).f;
+  const sim::PassCost& f = cost.stage(1).f;
   sim::PassCost b = cost.stage(1).i;
   b += cost.stage(1).w;
   ASSERT_GT(f.ep_comm_ns, 0);
@@ -555,14 +557,52 @@ TEST(AnalyticCost, OverlappedUnitIsItsPhasesCriticalPathByHand) {
   const double share = 20.0 / gpu.sm_count;
   auto phase = [&](double compute, double transfer, double idle) { return std::max(transfer, compute + share * (transfer - idle)); };
   const double gap = f.ep_host_gap_ns, f_half = (f.ep_comm_ns - gap) / 2;
-  ASSERT_EQ(gap, gpu.moe_sync_gap_ns * m.num_layers / 2);
+  ASSERT_EQ(gap, gpu.moe_sync_gap_ns);
   const double expected = f.tp_comm_ns + f.cp_comm_ns + f.dp_comm_ns + b.tp_comm_ns + b.cp_comm_ns + b.dp_comm_ns +
                           phase(f.compute_ns() - f.expert_ns, b.ep_comm_ns / 2, 0) + phase(b.expert_ns, f_half + gap, gap) +
                           phase(f.expert_ns, b.ep_comm_ns / 2, 0) + phase(b.compute_ns() - b.expert_ns, f_half, 0);
-  EXPECT_NEAR(cost.overlap_ns(0, 1), expected, 1e-6 * expected);
+  EXPECT_NEAR(cost.overlap_gpu_ns(1, 1), expected, 1e-6 * expected);
   // Never longer than running the two halves one after the other, never shorter than either stream.
-  EXPECT_LT(cost.overlap_ns(0, 1), f.total_ns() + b.total_ns());
-  EXPECT_GT(cost.overlap_ns(0, 1), std::max(f.compute_ns() + b.compute_ns(), f.ep_comm_ns + b.ep_comm_ns));
+  EXPECT_LT(cost.overlap_gpu_ns(1, 1), f.total_ns() + b.total_ns());
+  EXPECT_GT(cost.overlap_gpu_ns(1, 1), std::max(f.compute_ns() + b.compute_ns(), f.ep_comm_ns + b.ep_comm_ns));
+}
+
+// Megatron's merged 1F1B runs a pair of model chunks layer by layer (model_chunk_schedule_plan.py):
+// F's layer i beside B's layer n - 1 - i, the layers one chunk has beyond the other alone, and the
+// embedding and the loss alone. A chunk of two layers beside one of one layer overlaps one pair; a
+// chunk without layers overlaps nothing.
+TEST(AnalyticCost, OverlappedUnitPairsTheChunksLayerByLayer) {
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  m.num_layers = 3;
+  ParallelConfig c;
+  c.pp = 4;
+  c.ep = 16;
+  c.dp = 16;
+  c.mbs = 1;
+  c.gbs = 64;
+  c.pipeline_layout = "E|t|tt|L";
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  c = resolve(c, m);
+  const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
+  const sim::AnalyticCost cost(m, gpu_preset("h100-sxm"), c, shape);
+  const auto b_total = [&](int s) { return cost.stage(s).i.total_ns() + cost.stage(s).w.total_ns(); };
+  const double pair = cost.overlap_gpu_ns(1, 1);
+  ASSERT_LT(pair, cost.stage(1).f.total_ns() + b_total(1));  // one layer beside another overlaps
+  // Two F layers beside one B layer: one pair, and F's second layer alone; and the other way round.
+  EXPECT_NEAR(cost.overlap_gpu_ns(2, 1), pair + cost.stage(1).f.total_ns(), 1e-6 * pair);
+  EXPECT_NEAR(cost.overlap_gpu_ns(1, 2), pair + b_total(1), 1e-6 * pair);
+  // The loss or the embedding beside layers: nothing overlaps.
+  EXPECT_NEAR(cost.overlap_gpu_ns(3, 1), cost.stage(3).f.total_ns() + b_total(1), 1e-6 * pair);
+  EXPECT_NEAR(cost.overlap_gpu_ns(0, 2), cost.stage(0).f.total_ns() + b_total(2), 1e-6 * pair);
+  EXPECT_NEAR(cost.overlap_gpu_ns(1, 3), cost.stage(1).f.total_ns() + b_total(3), 1e-6 * pair);
+  // The phases account for the whole unit.
+  Action unit;
+  unit.op = Op::OverlapFB;
+  unit.stage = 2;
+  unit.b_stage = 1;
+  double sum = 0;
+  for (const Phase& p : cost.phases(0, unit)) sum += static_cast<double>(p.ns);
+  EXPECT_NEAR(sum, cost.overlap_ns(2, 1), 8);
 }
 
 // TE userbuffers (BF16, tp = 4), one layer's forward by hand: the all-gathers ring-exchanged into 4

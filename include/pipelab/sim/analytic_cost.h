@@ -106,11 +106,13 @@ class AnalyticCost final : public CostModel {
   ParamGather param_gather(int rank, int stage) const override;
 
   const StageCost& stage(int s) const { return stages_[static_cast<std::size_t>(s)]; }
-  /// F&B unit of (f_stage, b_stage): both halves' TP and CP traffic, and four overlapped phases
-  /// (DualPipe's chunk pairing, which Megatron's merged 1F1B follows): F attention with B combine,
-  /// B experts with F dispatch, F experts with B dispatch, B attention with F combine; each phase
-  /// takes the longer of its compute (slowed by the SMs the EP kernels hold) and its transfer; the unit
-  /// takes at least the host's time launching both halves.
+  /// F&B unit of (f_stage, b_stage), as Megatron's merged 1F1B runs a pair of model chunks
+  /// (model_chunk_schedule_plan.py): F's embedding and B's loss alone; F's layer i beside B's layer
+  /// n - 1 - i in four overlapped phases (F attention with B combine, B experts with F dispatch, F
+  /// experts with B dispatch, B attention with F combine), each the longer of its compute (slowed by
+  /// the SMs the EP kernels hold) and its transfer; the layers one chunk has beyond the other alone;
+  /// then F's loss (with any MTP module) and B's embedding alone; and both halves' TP and CP traffic.
+  /// The unit takes at least the host's time launching both halves.
   double overlap_ns(int f_stage, int b_stage) const;
   /// The same without the host: the GPU's time of the pair, whatever the host's launches take.
   double overlap_gpu_ns(int f_stage, int b_stage) const;
@@ -122,11 +124,12 @@ class AnalyticCost final : public CostModel {
  private:
   enum class Pass { F, I, W };  // forward, input-grad, weight-grad
 
-  /// One of an F&B unit's overlapped phases: one half's compute beside the other half's transfer.
+  /// One of an F&B unit's overlapped phases, summed over the chunks' layers: one half's compute
+  /// beside the other half's transfer.
   struct PairedPhase {
     const char* name;
-    double compute_ns, transfer_ns;
-    double ns;  // the longer of the transfer and the compute slowed by the EP kernels' SMs (none while idle)
+    double compute_ns = 0, transfer_ns = 0;
+    double ns = 0;  // per layer pair, the longer of the transfer and the compute slowed by the EP kernels' SMs (none while idle)
   };
   std::array<PairedPhase, 4> paired_phases(int f_stage, int b_stage) const;
 
@@ -192,6 +195,15 @@ class AnalyticCost final : public CostModel {
   double collective_ns(double bytes_on_wire, int steps, const Link& link) const;
 
   // Per stage, what duration_ns / flops / overlap_ns need, so the engine's hot path only looks up.
+  /// One decoder layer's two halves as an F&B unit pairs them.
+  struct OverlapHalves {
+    double f_other_ns = 0, f_expert_ns = 0, f_ep_ns = 0, f_gap_ns = 0;  // F: compute outside the experts, the experts', dispatch + combine, of it the host gap
+    double b_other_ns = 0, b_expert_ns = 0, b_ep_ns = 0;                // B = I + W, the same parts
+  };
+  struct LayerRun {
+    OverlapHalves halves;
+    int count = 0;
+  };
   struct StageTotals {
     std::int64_t f_ns = 0, i_ns = 0, w_ns = 0, b_ns = 0;
     double f_flops = 0, i_flops = 0, w_flops = 0;
@@ -202,6 +214,10 @@ class AnalyticCost final : public CostModel {
     double f_expert_ns = 0, b_expert_ns = 0;              // the experts' share of the compute
     double f_host_ns = 0, b_host_ns = 0;                  // the host's time launching the passes' kernels
     double f_host_wait_ns = 0, b_host_wait_ns = 0;        // of f/b_compute_ns, the GPU's wait for those launches
+    // What an F&B unit pairs: the decoder layers in order, as runs of one kind, and the compute outside
+    // them (embedding, loss, MTP modules), which runs alone.
+    std::vector<LayerRun> layer_runs;
+    double f_alone_ns = 0, b_alone_ns = 0;
   };
 
   std::shared_ptr<const LayerGeometry> geometry_;
