@@ -140,15 +140,18 @@ double logits_forward_flops(const ModelSpec& m, std::int64_t mbs, std::int64_t s
   return tokens * 2.0 * m.hidden_size * static_cast<double>(padded_vocab_size(m, vocab_divisor)) / (tp * cp);
 }
 
+double mtp_glue_forward_flops(const ModelSpec& m, std::int64_t mbs, std::int64_t seq_length, int tp, int cp) {
+  const double h = m.hidden_size;
+  const double tokens = static_cast<double>(mbs) * static_cast<double>(seq_length);
+  return tokens * 2 * (3 * h + 2 * h * h) / (tp * cp);  // enorm/hnorm/final norm + eh_proj
+}
+
 double mtp_forward_flops(const ModelSpec& m, std::int64_t mbs, std::int64_t seq_length, int tp, int cp,
                          int vocab_divisor) {
   if (m.mtp_num_layers == 0) return 0;
   const LayerFlops layer = layer_forward_flops(m, m.num_layers - 1, mbs, seq_length, tp, cp);
-  const double h = m.hidden_size;
-  const double tokens = static_cast<double>(mbs) * static_cast<double>(seq_length);
-  const double glue = tokens * 2 * (3 * h + 2 * h * h) / (tp * cp);  // enorm/hnorm/final norm + eh_proj
   const double logits = logits_forward_flops(m, mbs, seq_length, tp, cp, vocab_divisor);
-  return m.mtp_num_layers * (layer.forward() + glue + logits);
+  return m.mtp_num_layers * (layer.forward() + mtp_glue_forward_flops(m, mbs, seq_length, tp, cp) + logits);
 }
 
 }  // namespace pipelab

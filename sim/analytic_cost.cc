@@ -202,12 +202,9 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     offload_layers.clear();
     std::vector<LayerRun> runs;
     const StageCost* run_kind = nullptr;  // a run is consecutive layers of one costed kind
-    for (int i = 0; i < range.count; ++i) {
-      // Full recompute: every layer (uniform), or a chunk's first recompute_num_layers (block).
-      const bool full = cfg.recompute == Recompute::kFull &&
-                        (cfg.recompute_method == RecomputeMethod::kUniform || cfg.recompute_num_layers == 0 ||
-                         i < cfg.recompute_num_layers);
-      const StageCost& layer = layer_cost(range.first + i, full);
+    // One transformer layer of the stage: a decoder layer, or an MTP module's (shaped like the last).
+    const auto add_layer = [&](int l, bool full) -> const StageCost& {
+      const StageCost& layer = layer_cost(l, full);
       c.f += layer.f;
       c.i += layer.i;
       c.w += layer.w;
@@ -223,12 +220,20 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       }
       // The host cannot launch across a dispatch's wait for it: a MoE layer's forward is its own
       // stretch, the GPU waiting where its host time exceeds the GPU's (less the gap already charged).
-      if (g.model().is_moe_layer(range.first + i) && cfg.moe_dispatch_waits_for_host()) {
+      if (g.model().is_moe_layer(l) && cfg.moe_dispatch_waits_for_host()) {
         c.f.host_wait_ns += host_wait(layer.f.host_ns, layer.f.total_ns() - layer.f.ep_host_gap_ns);
       } else {
         ahead_f.host_ns += layer.f.host_ns;
         ahead_f.gpu_ns += layer.f.total_ns();
       }
+      return layer;
+    };
+    for (int i = 0; i < range.count; ++i) {
+      // Full recompute: every layer (uniform), or a chunk's first recompute_num_layers (block).
+      const bool full = cfg.recompute == Recompute::kFull &&
+                        (cfg.recompute_method == RecomputeMethod::kUniform || cfg.recompute_num_layers == 0 ||
+                         i < cfg.recompute_num_layers);
+      const StageCost& layer = add_layer(range.first + i, full);
       if (offload_sizes) {
         const int l = range.first + i;
         const double copy = l < cfg.cpu_offloading_num_layers
@@ -237,6 +242,10 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
         offload_layers.push_back({layer.f.total_ns(), layer.i.total_ns() + layer.w.total_ns(), copy});
       }
     }
+    // An MTP module's transformer layer runs as the model's last layer does, its dispatch and combine
+    // included (Megatron's MultiTokenPredictionLayer builds it from the decoder's layer spec); full
+    // recompute checkpoints it (MultiTokenPredictionBlock._checkpointed_forward). Its head is output_pass's.
+    for (int k = 0; k < range.mtp_layers; ++k) add_layer(g.model().num_layers - 1, cfg.recompute == Recompute::kFull);
     if (!offload_layers.empty()) {
       const OffloadStall stall = activation_offload_stall(offload_layers);
       c.f.offload_ns += stall.forward_ns;
@@ -729,23 +738,24 @@ PassCost AnalyticCost::output_pass(Pass pass, bool loss, int mtp_layers) const {
   const ModelSpec& m = g.model();
   const ParallelConfig& c = g.config();
   const double logits = loss ? logits_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor()) : 0.0;
-  const double mtp = mtp_layers > 0 ? mtp_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor()) *
-                                          mtp_layers / std::max(1, m.mtp_num_layers)
-                                    : 0.0;
+  // Each MTP module's head: its norms and 2h -> h projection (the glue), and its own logits. Its
+  // transformer layer is costed as a layer of the stage.
+  const double glue = mtp_layers * mtp_glue_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp);
+  const double mtp_logits = mtp_layers * logits_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor());
   PassCost p;
-  const double mtp_ns = gemm_ns(mtp, 8.0 * std::max(1, mtp_layers));
-  p.gemm_ns = gemm_ns(logits, 1) + mtp_ns;
-  p.flops = logits + mtp;
+  const double glue_ns = gemm_ns(glue, mtp_layers);
+  p.gemm_ns = gemm_ns(logits, 1) + glue_ns + gemm_ns(mtp_logits, mtp_layers);
+  p.flops = logits + glue + mtp_logits;
   p.launch_ns = 4 * gpu_.kernel_launch_overhead_ns;
   // Cross-entropy over the logits (the loss's and each MTP module's, one implementation for all).
   const int heads = (loss ? 1 : 0) + mtp_layers;
   const CrossEntropyBytes ce = cross_entropy_bytes(c);
   if (pass != Pass::W) p.elementwise_ns = memory_ns(g.logits() * (pass == Pass::F ? ce.forward : ce.input_grad) * heads);
-  // Full recompute checkpoints transformer layers: the MTP modules' (Megatron's MTP _checkpointed_forward,
-  // their heads counted with them), not the loss's LM head or cross-entropy.
+  // Full recompute checkpoints the MTP modules (Megatron's MTP _checkpointed_forward): their glue runs
+  // again, not the logits or the cross-entropy, which the model computes outside it.
   if (pass == Pass::I && c.recompute == Recompute::kFull) {
-    p.gemm_ns += mtp_ns;
-    p.flops += mtp;
+    p.gemm_ns += glue_ns;
+    p.flops += glue;
   }
   return p;
 }

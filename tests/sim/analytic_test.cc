@@ -1082,6 +1082,29 @@ TEST(AnalyticCost, CrossEntropyCountsEachMtpModulesLoss) {
   EXPECT_NEAR(unfused - native, 2 * g.logits() * (38 - 22) / rate, 1e-6 * unfused);
 }
 
+// An MTP module's transformer layer is costed as the model's last layer: DeepSeek-V3's MTP stage ("m")
+// dispatches and combines as a MoE decoder stage of one layer does ("t"), its attention and experts take
+// that layer's time, and its head (norms, 2h -> h projection, logits) adds GEMM time on top.
+TEST(AnalyticCost, MtpModuleRunsItsLayerAsTheLastLayer) {
+  const ModelSpec m = model_preset("deepseek-v3");
+  ASSERT_EQ(m.mtp_num_layers, 1);
+  ASSERT_TRUE(m.is_moe_layer(m.num_layers - 1));
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  ParallelConfig c{.tp = 2, .pp = 18, .ep = 64, .dp = 64, .gbs = 1152, .pipeline_layout = "Et*3|(t*4|)*14tt|m|L"};
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  c = resolve(c, m);
+  const PipelineShape shape = make_schedule("1f1b", {18, 1, c.microbatches(), 0}).shape;
+  const sim::AnalyticCost cost(m, gpu, c, shape);
+  const sim::StageCost& layer2 = cost.stage(15);  // "tt": the last two decoder layers
+  const sim::StageCost& mtp = cost.stage(16);
+  for (auto pass : {&sim::StageCost::f, &sim::StageCost::i}) {
+    EXPECT_DOUBLE_EQ((mtp.*pass).ep_comm_ns, (layer2.*pass).ep_comm_ns / 2);
+    EXPECT_DOUBLE_EQ((mtp.*pass).attention_ns, (layer2.*pass).attention_ns / 2);
+    EXPECT_DOUBLE_EQ((mtp.*pass).expert_ns, (layer2.*pass).expert_ns / 2);
+    EXPECT_GT((mtp.*pass).gemm_ns, (layer2.*pass).gemm_ns / 2);
+  }
+}
+
 // Full recompute re-runs the decoder layers, not the loss: the LM head's input-gradient GEMM is its
 // forward GEMM's time once, with or without it.
 TEST(AnalyticCost, FullRecomputeLeavesTheLmHeadOnce) {

@@ -53,6 +53,10 @@ double attended_keys_per_query(const ModelSpec& model, int layer, std::int64_t s
 double logits_forward_flops(const ModelSpec& model, std::int64_t mbs, std::int64_t seq_length,
                             int tp = 1, int cp = 1, int vocab_divisor = 128);
 
+/// Forward FLOPs of one MTP module's glue for one microbatch per rank: its norms and 2h->h projection
+/// as Megatron counts them (not its transformer layer or its logits).
+double mtp_glue_forward_flops(const ModelSpec& model, std::int64_t mbs, std::int64_t seq_length, int tp = 1, int cp = 1);
+
 /// Forward FLOPs of all MTP modules for one microbatch per rank: each one's transformer layer (shaped
 /// like the last layer), its norms and 2h->h projection as Megatron counts them, and its own logits.
 double mtp_forward_flops(const ModelSpec& model, std::int64_t mbs, std::int64_t seq_length, int tp = 1,
