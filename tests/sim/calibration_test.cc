@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -69,10 +70,15 @@ INSTANTIATE_TEST_SUITE_P(OtherGpus, HeldOutTables,
                          ::testing::Values(HeldOutTable{"nemo-dgx-b200.csv", "b200", 30},
                                            HeldOutTable{"nemo-dgx-gb200.csv", "gb200", 80},
                                            HeldOutTable{"nemo-dgx-gb300.csv", "gb300", 20},
-                                           HeldOutTable{"a100.csv", "a100-80g", 4}),
+                                           HeldOutTable{"a100.csv", "a100-80g", 4},
+                                           HeldOutTable{"megatron-bridge-h100.csv", "h100-sxm", 2},
+                                           HeldOutTable{"mcore-moe-paper-h100.csv", "h100-sxm", 2},
+                                           HeldOutTable{"mcore-moe-paper-gb200.csv", "gb200", 4},
+                                           HeldOutTable{"mcore-moe-paper-gb300.csv", "gb300", 3}),
                          [](const ::testing::TestParamInfo<HeldOutTable>& info) {
-                           std::string name = info.param.gpu;
-                           std::erase(name, '-');
+                           std::string name(info.param.file);
+                           name.resize(name.rfind('.'));
+                           std::erase_if(name, [](char ch) { return !std::isalnum(static_cast<unsigned char>(ch)); });
                            return name;
                          });
 
