@@ -601,6 +601,13 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     }
   }
   if (c.vp > 1 && c.pp == 1) error("vp", "vp_needs_pp", "vp=" + str(c.vp) + " requires pp > 1");
+  // Megatron's MTP layers recompute only in groups of one (multi_token_prediction.py asserts it).
+  if (m.mtp_num_layers > 0 && c.recompute == Recompute::kFull && c.recompute_method == RecomputeMethod::kUniform &&
+      c.recompute_num_layers > 1) {
+    error("recompute_num_layers", "mtp_uniform_recompute_one_layer",
+          "recompute_num_layers=" + str(c.recompute_num_layers) + " must be 1 with recompute_method=uniform when the model has " +
+              str(m.mtp_num_layers) + " MTP layer(s) (Megatron's MTP recompute asserts it; use block, or mtp_num_layers=0)");
+  }
 
   // Batch: whole microbatches per DP replica.
   if (dp > 0 && c.gbs % (std::int64_t{c.mbs} * dp) != 0) {

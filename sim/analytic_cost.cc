@@ -202,16 +202,17 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     offload_layers.clear();
     std::vector<LayerRun> runs;
     const StageCost* run_kind = nullptr;  // a run is consecutive layers of one costed kind
-    // One transformer layer of the stage: a decoder layer, or an MTP module's (shaped like the last).
-    const auto add_layer = [&](int l, bool full) -> const StageCost& {
+    // One transformer layer of the stage: a decoder layer, or an MTP module's (shaped like the last), which
+    // starts a run of its own.
+    const auto add_layer = [&](int l, bool full, bool own_run) -> const StageCost& {
       const StageCost& layer = layer_cost(l, full);
       c.f += layer.f;
       c.i += layer.i;
       c.w += layer.w;
-      if (&layer == run_kind) {
+      if (&layer == run_kind && !own_run) {
         ++runs.back().count;
       } else {
-        run_kind = &layer;
+        run_kind = own_run ? nullptr : &layer;
         PassCost b = layer.i;
         b += layer.w;
         runs.push_back({{layer.f.compute_ns() - layer.f.expert_ns, layer.f.expert_ns, layer.f.ep_comm_ns, layer.f.ep_host_gap_ns,
@@ -233,7 +234,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
       const bool full = cfg.recompute == Recompute::kFull &&
                         (cfg.recompute_method == RecomputeMethod::kUniform || cfg.recompute_num_layers == 0 ||
                          i < cfg.recompute_num_layers);
-      const StageCost& layer = add_layer(range.first + i, full);
+      const StageCost& layer = add_layer(range.first + i, full, false);
       if (offload_sizes) {
         const int l = range.first + i;
         const double copy = l < cfg.cpu_offloading_num_layers
@@ -242,10 +243,25 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
         offload_layers.push_back({layer.f.total_ns(), layer.i.total_ns() + layer.w.total_ns(), copy});
       }
     }
-    // An MTP module's transformer layer runs as the model's last layer does, its dispatch and combine
-    // included (Megatron's MultiTokenPredictionLayer builds it from the decoder's layer spec); full
-    // recompute checkpoints it (MultiTokenPredictionBlock._checkpointed_forward). Its head is output_pass's.
-    for (int k = 0; k < range.mtp_layers; ++k) add_layer(g.model().num_layers - 1, cfg.recompute == Recompute::kFull);
+    // An MTP module: its transformer layer runs as the model's last layer does, its dispatch and combine
+    // included (Megatron's MultiTokenPredictionLayer builds it from the decoder's layer spec), after its
+    // glue (the norms and the 2h -> h projection, in the same layer's forward); full recompute re-runs
+    // both only with the uniform method (MultiTokenPredictionLayer._checkpointed_forward skips block).
+    // Its head, the logits and the cross-entropy, is output_pass's.
+    for (int k = 0; k < range.mtp_layers; ++k) {
+      const bool full = cfg.recompute == Recompute::kFull && cfg.recompute_method == RecomputeMethod::kUniform;
+      add_layer(g.model().num_layers - 1, full, true);
+      const double glue_flops = mtp_glue_forward_flops(g.model(), cfg.mbs, cfg.seq_length, cfg.tp, cfg.cp);
+      PassCost glue;
+      glue.gemm_ns = gemm_ns(glue_flops, 1);
+      glue.flops = glue_flops;
+      c.f += glue;
+      c.w += glue;
+      c.i += glue;
+      if (full) c.i += glue;
+      runs.back().halves.f_other_ns += glue.compute_ns();
+      runs.back().halves.b_other_ns += (full ? 3 : 2) * glue.compute_ns();
+    }
     if (!offload_layers.empty()) {
       const OffloadStall stall = activation_offload_stall(offload_layers);
       c.f.offload_ns += stall.forward_ns;
@@ -299,7 +315,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     t.f_host_wait_ns = c.f.host_wait_ns;
     t.b_host_wait_ns = b.host_wait_ns;
     t.b_expert_ns = b.expert_ns;
-    // The rest of each half's compute is the embedding, the loss and any MTP module.
+    // The rest of each half's compute is the embedding, the loss and the MTP heads.
     double f_layers = 0, b_layers = 0;
     for (const LayerRun& run : runs) {
       f_layers += run.count * (run.halves.f_other_ns + run.halves.f_expert_ns);
@@ -738,25 +754,18 @@ PassCost AnalyticCost::output_pass(Pass pass, bool loss, int mtp_layers) const {
   const ModelSpec& m = g.model();
   const ParallelConfig& c = g.config();
   const double logits = loss ? logits_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor()) : 0.0;
-  // Each MTP module's head: its norms and 2h -> h projection (the glue), and its own logits. Its
-  // transformer layer is costed as a layer of the stage.
-  const double glue = mtp_layers * mtp_glue_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp);
+  // Each MTP module's head: its own logits (its layer and glue are costed with the stage's layers).
   const double mtp_logits = mtp_layers * logits_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, g.vocab_divisor());
   PassCost p;
-  const double glue_ns = gemm_ns(glue, mtp_layers);
-  p.gemm_ns = gemm_ns(logits, 1) + glue_ns + gemm_ns(mtp_logits, mtp_layers);
-  p.flops = logits + glue + mtp_logits;
+  p.gemm_ns = gemm_ns(logits, 1) + gemm_ns(mtp_logits, mtp_layers);
+  p.flops = logits + mtp_logits;
   p.launch_ns = 4 * gpu_.kernel_launch_overhead_ns;
   // Cross-entropy over the logits (the loss's and each MTP module's, one implementation for all).
   const int heads = (loss ? 1 : 0) + mtp_layers;
   const CrossEntropyBytes ce = cross_entropy_bytes(c);
   if (pass != Pass::W) p.elementwise_ns = memory_ns(g.logits() * (pass == Pass::F ? ce.forward : ce.input_grad) * heads);
-  // Full recompute checkpoints the MTP modules (Megatron's MTP _checkpointed_forward): their glue runs
-  // again, not the logits or the cross-entropy, which the model computes outside it.
-  if (pass == Pass::I && c.recompute == Recompute::kFull) {
-    p.gemm_ns += glue_ns;
-    p.flops += glue;
-  }
+  // Full recompute re-runs neither the logits nor the cross-entropy: the model computes them outside
+  // the checkpointed layers.
   return p;
 }
 
@@ -811,7 +820,7 @@ std::array<AnalyticCost::PairedPhase, 4> AnalyticCost::paired_phases(int f_stage
   }
   for (; fi != f.layer_runs.end(); f_left = ++fi != f.layer_runs.end() ? fi->count : 0) pair(fi->halves, none, f_left);
   for (; bi != b.layer_runs.rend(); b_left = ++bi != b.layer_runs.rend() ? bi->count : 0) pair(none, bi->halves, b_left);
-  // F's embedding, loss and MTP modules, and B's, run beside no transfer.
+  // F's embedding, loss and MTP heads, and B's, run beside no transfer.
   add(0, f.f_alone_ns, 0, 0, 1);
   add(3, b.b_alone_ns, 0, 0, 1);
   return out;

@@ -86,14 +86,27 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
     if (range.has_loss || range.mtp_layers > 0) {
       // What each cross-entropy keeps for its backward (the loss's and each MTP module's; its
       // implementation's bytes per logit, cross_entropy.h); the input-grad frees it. An MTP module
-      // also keeps a decoder layer's activations.
+      // also keeps a decoder layer's activations, or under recompute its inputs.
       const double kept_per_head = g.logits() * cross_entropy_bytes(g.config()).kept;
       const auto logits = static_cast<std::int64_t>(kept_per_head) * ((range.has_loss ? 1 : 0) + range.mtp_layers);
       act.bytes += logits;
       act.freed_by_input_grad += logits;
-      const std::int64_t mtp_layer = range.mtp_layers * stored_layer_bytes(g.model().num_layers - 1);
-      act.bytes += mtp_layer;
-      act.freed_by_input_grad += mtp_layer;
+      // Under full recompute with the uniform method Megatron checkpoints the module
+      // (MultiTokenPredictionLayer._checkpointed_forward): it keeps the layer's two inputs (the hidden
+      // states and the shifted tokens' embedding) and rebuilds the rest in the backward; under block it
+      // does not recompute it.
+      const int last = g.model().num_layers - 1;
+      if (range.mtp_layers > 0 && full && c.recompute_method == RecomputeMethod::kUniform) {
+        const auto inputs = 2 * static_cast<std::int64_t>(g.hidden_state_bytes());
+        act.bytes += range.mtp_layers * inputs;
+        act.freed_by_input_grad += range.mtp_layers * inputs;
+        act.recompute_transient = std::max(act.recompute_transient, stored_layer_bytes(last));
+        act.allocated_by_input_grad += range.mtp_layers * layer_weight_stash_bytes(last);
+      } else {
+        const std::int64_t mtp_layer = range.mtp_layers * stored_layer_bytes(last);
+        act.bytes += mtp_layer;
+        act.freed_by_input_grad += mtp_layer;
+      }
     }
     stages_.push_back(act);
     params_.push_back(g.stage_params(range));

@@ -1105,6 +1105,64 @@ TEST(AnalyticCost, MtpModuleRunsItsLayerAsTheLastLayer) {
   }
 }
 
+namespace {
+
+// DeepSeek-V3 with stages that mix dense and MoE layers: 0 "E", 1 layer 0 (dense), 2 layers 1-3 (dense,
+// dense, MoE), 3 layers 4-5 (MoE), 4-30 two MoE layers each, 31 layer 60 (MoE), 32 the MTP module and loss.
+ParallelConfig deepseek_mixed_stages(Recompute recompute = Recompute::kNone, RecomputeMethod method = RecomputeMethod::kUniform,
+                                     int recompute_layers = 0) {
+  ParallelConfig c{.tp = 1, .pp = 33, .ep = 64, .dp = 64, .gbs = 64 * 33, .pipeline_layout = "E|t|ttt|tt|(tt|)*27t|mL"};
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  c.recompute = recompute;
+  c.recompute_method = method;
+  c.recompute_num_layers = recompute_layers;
+  return resolve(c, model_preset("deepseek-v3"));
+}
+
+}  // namespace
+
+// A chunk of several layer kinds pairs layer by layer: F's (dense, dense, MoE) beside B's (MoE, MoE) is
+// two dense-beside-MoE pairs and F's MoE layer alone; F's (MoE, MoE) beside B's (dense, dense, MoE)
+// meets B's layers last first: MoE beside MoE, MoE beside dense, and B's first dense layer alone.
+TEST(AnalyticCost, OverlappedUnitWalksMixedLayerKinds) {
+  const ModelSpec m = model_preset("deepseek-v3");
+  const ParallelConfig c = deepseek_mixed_stages();
+  const sim::AnalyticCost cost(m, gpu_preset("h100-sxm"), c, make_schedule("1f1b", {33, 1, c.microbatches(), 0}).shape);
+  const auto f_alone = [&](int s) { return cost.stage(s).f.total_ns() - cost.stage(s).f.host_wait_ns; };
+  const auto b_alone = [&](int s) {
+    const sim::StageCost& st = cost.stage(s);
+    return st.i.total_ns() + st.w.total_ns() - st.i.host_wait_ns - st.w.host_wait_ns;
+  };
+  const double dense_beside_moe = cost.overlap_gpu_ns(1, 31), moe_beside_moe = cost.overlap_gpu_ns(31, 31),
+               moe_beside_dense = cost.overlap_gpu_ns(31, 1);
+  ASSERT_GT(cost.stage(31).f.ep_comm_ns, 0);
+  ASSERT_EQ(cost.stage(1).f.ep_comm_ns, 0);
+  EXPECT_NEAR(cost.overlap_gpu_ns(2, 3), 2 * dense_beside_moe + f_alone(31), 1e-6 * dense_beside_moe);
+  EXPECT_NEAR(cost.overlap_gpu_ns(3, 2), moe_beside_moe + moe_beside_dense + b_alone(1), 1e-6 * moe_beside_moe);
+}
+
+// Megatron recomputes an MTP module under full recompute with the uniform method only, in groups of one
+// layer (MultiTokenPredictionLayer._checkpointed_forward); under block it keeps the module whole.
+TEST(AnalyticCost, MtpModuleRecomputesOnlyUnderUniform) {
+  const ModelSpec m = model_preset("deepseek-v3");
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const ParallelConfig uniform = deepseek_mixed_stages(Recompute::kFull, RecomputeMethod::kUniform, 1);
+  const ParallelConfig block = deepseek_mixed_stages(Recompute::kFull, RecomputeMethod::kBlock, 1);
+  const PipelineShape shape = make_schedule("1f1b", {33, 1, uniform.microbatches(), 0}).shape;
+  const sim::AnalyticCost u(m, gpu, uniform, shape), b(m, gpu, block, shape);
+  // The MTP stage's forward is the same; its backward re-runs the module's layer and glue under uniform.
+  EXPECT_DOUBLE_EQ(u.stage(32).f.compute_ns(), b.stage(32).f.compute_ns());
+  EXPECT_GT(u.stage(32).i.compute_ns() - b.stage(32).i.compute_ns(), 0.9 * (u.stage(31).f.compute_ns()));
+  const auto kept = [&](const ParallelConfig& c) { return sim::MemoryModel(m, c, shape).stage_activations()[32].bytes; };
+  EXPECT_LT(kept(uniform), kept(block));
+  // Megatron asserts groups of one layer for MTP recompute under uniform.
+  ParallelConfig wide = uniform;
+  wide.recompute_num_layers = 2;
+  const auto checked = check(wide, m, gpu);
+  ASSERT_FALSE(checked.ok());
+  EXPECT_EQ(checked.errors.back().rule, "mtp_uniform_recompute_one_layer");
+}
+
 // Full recompute re-runs the decoder layers, not the loss: the LM head's input-gradient GEMM is its
 // forward GEMM's time once, with or without it.
 TEST(AnalyticCost, FullRecomputeLeavesTheLmHeadOnce) {

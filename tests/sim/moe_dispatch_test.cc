@@ -130,8 +130,8 @@ TEST(MoeDispatch, NothingMovesWithoutExpertParallelism) {
 // Checked against measurements nothing was fitted to: Megatron-Core MoE's Table 7 (arXiv 2603.07685), one
 // dispatch of 4096 tokens of DeepSeek-V3 (hidden 7168, 256 experts, top-8; its node-limited routing) per
 // GPU, HybridEP and NCCL all-to-all, EP 8 to 64, on the shipped presets. HybridEP on H100 and GB200 and
-// NCCL on H100 are within 15 %; NCCL's all-to-all over GB200's NVLink domain is measured 17-31 % slower
-// than pipelab's bandwidth model (docs/simulator.md, "MoE dispatch").
+// NCCL on H100 are within 15 %; for NCCL's all-to-all over GB200's NVLink domain pipelab's bandwidth model
+// is 17-31 % below the measured time (docs/simulator.md, "MoE dispatch").
 TEST(MoeDispatch, MatchesMegatronCoreMeasuredDispatchLatencies) {
   struct Measured {
     const char* gpu;

@@ -110,8 +110,9 @@ class AnalyticCost final : public CostModel {
   /// (model_chunk_schedule_plan.py): F's embedding and B's loss alone; F's layer i beside B's layer
   /// n - 1 - i in four overlapped phases (F attention with B combine, B experts with F dispatch, F
   /// experts with B dispatch, B attention with F combine), each the longer of its compute (slowed by
-  /// the SMs the EP kernels hold) and its transfer; the layers one chunk has beyond the other alone;
-  /// then F's loss (with any MTP module) and B's embedding alone; and both halves' TP and CP traffic.
+  /// the SMs the EP kernels hold) and its transfer, an MTP module's layer among them; the layers one
+  /// chunk has beyond the other alone; then F's loss (and MTP heads) and B's embedding alone; and both
+  /// halves' TP and CP traffic.
   /// The unit takes at least the host's time launching both halves.
   double overlap_ns(int f_stage, int b_stage) const;
   /// The same without the host: the GPU's time of the pair, whatever the host's launches take.
@@ -214,8 +215,8 @@ class AnalyticCost final : public CostModel {
     double f_expert_ns = 0, b_expert_ns = 0;              // the experts' share of the compute
     double f_host_ns = 0, b_host_ns = 0;                  // the host's time launching the passes' kernels
     double f_host_wait_ns = 0, b_host_wait_ns = 0;        // of f/b_compute_ns, the GPU's wait for those launches
-    // What an F&B unit pairs: the decoder layers in order, as runs of one kind, and the compute outside
-    // them (embedding, loss, MTP modules), which runs alone.
+    // What an F&B unit pairs: the decoder layers in order, as runs of one kind, then each MTP module's
+    // layer (a run of its own), and the compute outside them (embedding, loss, MTP heads), which runs alone.
     std::vector<LayerRun> layer_runs;
     double f_alone_ns = 0, b_alone_ns = 0;
   };
