@@ -48,6 +48,7 @@ constexpr LayoutOption kLayoutOptions[] = {
     {"--cpu-offloading-num-layers", "cpu_offloading_num_layers", "Activation CPU offloading: the first N decoder layers' activations in host memory (pp=1, no recompute; docs/simulator.md)"},
     {"--cuda-graph-impl", "cuda_graph_impl", "CUDA graphs: none (default) | local | transformer_engine | full_iteration; the host launches a graphed region once (docs/simulator.md, \"Host launches\")"},
     {"--cp-comm-type", "cp_comm_type", "p2p (default: ring hidden behind attention) | all_gather | a2a (Ulysses) | a2a+p2p (with --hierarchical-context-parallel-sizes)"},
+    {"--attention-backend", "attention_backend", "auto (default) | flash | fused: one fused kernel; unfused | local: the score matrix materialised, softmax and dropout on their own (docs/simulator.md)"},
 };
 struct LayoutSwitch {
   const char* flag;

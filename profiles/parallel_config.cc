@@ -38,6 +38,11 @@ constexpr std::array<EnumName<CpCommType>, 4> kCpCommTypeNames = {{{CpCommType::
                                                                     {CpCommType::kAllGather, "all_gather"},
                                                                     {CpCommType::kA2a, "a2a"},
                                                                     {CpCommType::kA2aP2p, "a2a+p2p"}}};
+constexpr std::array<EnumName<AttentionBackend>, 5> kAttentionBackendNames = {{{AttentionBackend::kAuto, "auto"},
+                                                                                {AttentionBackend::kFlash, "flash"},
+                                                                                {AttentionBackend::kFused, "fused"},
+                                                                                {AttentionBackend::kUnfused, "unfused"},
+                                                                                {AttentionBackend::kLocal, "local"}}};
 constexpr std::array<EnumName<CudaGraphImpl>, 4> kCudaGraphImplNames = {{{CudaGraphImpl::kNone, "none"},
                                                                           {CudaGraphImpl::kLocal, "local"},
                                                                           {CudaGraphImpl::kTransformerEngine, "transformer_engine"},
@@ -65,6 +70,8 @@ template <>
 struct ValueCodec<MoeDispatcher> : NamedEnumCodec<MoeDispatcher, parse_moe_dispatcher> {};
 template <>
 struct ValueCodec<CpCommType> : NamedEnumCodec<CpCommType, parse_cp_comm_type> {};
+template <>
+struct ValueCodec<AttentionBackend> : NamedEnumCodec<AttentionBackend, parse_attention_backend> {};
 template <>
 struct ValueCodec<CrossEntropyFusionImpl> : NamedEnumCodec<CrossEntropyFusionImpl, parse_cross_entropy_fusion_impl> {};
 template <>
@@ -125,7 +132,7 @@ namespace {
 
 using Field = detail::Field<ParallelConfig, int, std::optional<bool>, Recompute, bool, std::vector<int>, Precision, RecomputeMethod,
                             std::vector<std::string>, std::string, Sharding, Fsdp, double, Fp8Recipe, MoeDispatcher, CpCommType,
-                            CrossEntropyFusionImpl, CudaGraphImpl>;
+                            AttentionBackend, CrossEntropyFusionImpl, CudaGraphImpl>;
 
 // One row per JSON key; drives from_json, to_json and apply_override. Only gbs is required.
 const std::array kFields = {
@@ -178,6 +185,7 @@ const std::array kFields = {
     Field{"moe_expert_rank_capacity_factor", &ParallelConfig::moe_expert_rank_capacity_factor},
     Field{"tp_comm_overlap", &ParallelConfig::tp_comm_overlap},
     Field{"cp_comm_type", &ParallelConfig::cp_comm_type},
+    Field{"attention_backend", &ParallelConfig::attention_backend},
     Field{"hierarchical_context_parallel_sizes", &ParallelConfig::hierarchical_context_parallel_sizes},
     Field{"cross_entropy_loss_fusion", &ParallelConfig::cross_entropy_loss_fusion},
     Field{"cross_entropy_fusion_impl", &ParallelConfig::cross_entropy_fusion_impl},
@@ -244,6 +252,8 @@ std::string_view to_string(MoeDispatcher dispatcher) { return name_of(kMoeDispat
 MoeDispatcher parse_moe_dispatcher(std::string_view text) { return parse_name(kMoeDispatcherNames, "moe_token_dispatcher_type", text); }
 std::string_view to_string(CpCommType type) { return name_of(kCpCommTypeNames, type); }
 CpCommType parse_cp_comm_type(std::string_view text) { return parse_name(kCpCommTypeNames, "cp_comm_type", text); }
+std::string_view to_string(AttentionBackend backend) { return name_of(kAttentionBackendNames, backend); }
+AttentionBackend parse_attention_backend(std::string_view text) { return parse_name(kAttentionBackendNames, "attention_backend", text); }
 std::string_view to_string(CrossEntropyFusionImpl impl) { return name_of(kCrossEntropyFusionImplNames, impl); }
 CrossEntropyFusionImpl parse_cross_entropy_fusion_impl(std::string_view text) {
   return parse_name(kCrossEntropyFusionImplNames, "cross_entropy_fusion_impl", text);
@@ -601,6 +611,13 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     }
   }
   if (c.vp > 1 && c.pp == 1) error("vp", "vp_needs_pp", "vp=" + str(c.vp) + " requires pp > 1");
+  // Context parallelism runs through Transformer Engine's attention only (Megatron's DotProductAttention
+  // asserts cp == 1; TE's unfused attention has no CP path).
+  if (c.cp > 1 && c.attention_unfused()) {
+    error("attention_backend", "unfused_attention_without_cp",
+          "attention_backend=" + std::string(to_string(c.attention_backend)) + " cannot run context parallelism (cp=" + str(c.cp) +
+              "): Megatron's CP needs a fused backend (auto, flash or fused)");
+  }
   // Megatron's MTP layers recompute only in groups of one (multi_token_prediction.py asserts it).
   if (m.mtp_num_layers > 0 && c.recompute == Recompute::kFull && c.recompute_method == RecomputeMethod::kUniform &&
       c.recompute_num_layers > 1) {

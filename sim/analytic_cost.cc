@@ -350,6 +350,24 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
   if (forward_flops <= 0) return {};
   const ModelSpec& m = geometry_->model();
   const ParallelConfig& c = geometry_->config();
+  if (c.attention_unfused()) {
+    // The score matrix materialised (Megatron's DotProductAttention: baddbmm, FusedScaleMaskSoftmax,
+    // dropout, bmm; TE's unfused attention alike): QK^T and PV as batched BF16 GEMMs over every key,
+    // the causal or window mask applied after, one GEMM per (sequence, head) on the GEMM curve; then
+    // the softmax (read + write the scores, 2 B each) and, with attention dropout, the dropout (read
+    // 2, write 2 and a 1-byte mask) over the whole matrix. The backward runs four such GEMMs, the
+    // dropout's (read the gradient and the mask, write 5 B) and the softmax's (read the probabilities
+    // and the gradient, write: 6 B). The curve-fitted efficiencies below are a fused kernel's.
+    const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
+    const double s = static_cast<double>(c.seq_length);
+    const double full_flops = forward_flops * s / attended_keys_per_query(m, layer, c.seq_length);
+    const double calls = c.mbs * heads_local;
+    const double scores = calls * s * s;
+    const bool dropout = m.attention_dropout > 0;
+    const double forward = gemm_ns(full_flops, 2 * calls) + memory_ns(scores * (dropout ? 9.0 : 4.0));  // bytes per score
+    const double backward = gemm_ns(2 * full_flops, 4 * calls) + memory_ns(scores * (dropout ? 11.0 : 6.0));
+    return {forward, backward};
+  }
   if (gpu_.attention_efficiency_curve.empty()) {
     const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
     const double forward = gemm_ns(forward_flops, c.mbs * heads_local);

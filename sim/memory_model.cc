@@ -158,11 +158,12 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   a.mlp_act = gemm_input * w.mlp / t * expert_rows;       // activation: the down projection's input
   // Tokens permuted to the experts: each SP shard's top-k copies, gathered over ETP (etp x the rank's own).
   if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t * c.expert_tp() * c.moe_busiest_load();
-  if (options_.softmax_stored && !c.recomputes_module("core_attn")) {
+  if ((options_.softmax_stored || c.attention_unfused()) && !c.recomputes_module("core_attn")) {
     // 5as per token: softmax output (2 bytes), its dropout mask (1, with attention dropout),
-    // softmax input for V (2); a sliding-window layer attends to window_size + 1 keys at most.
+    // softmax input for V (2); a sliding-window layer attends to window_size + 1 keys at most, but an
+    // unfused backend (attention_backend unfused or local) holds every key's score, the window masked.
     double keys = static_cast<double>(c.seq_length) / c.cp;
-    if (m.is_window_attention_layer(layer)) keys = std::min(keys, m.window_size + 1.0);
+    if (m.is_window_attention_layer(layer) && !c.attention_unfused()) keys = std::min(keys, m.window_size + 1.0);
     a.softmax = (m.attention_dropout > 0 ? 5.0 : 4.0) * m.num_attention_heads * keys / t;
   }
   // Selective recompute drops what its modules rebuild in the backward (Megatron's

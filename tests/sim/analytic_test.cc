@@ -605,6 +605,50 @@ TEST(AnalyticCost, OverlappedUnitPairsTheChunksLayerByLayer) {
   EXPECT_NEAR(sum, cost.overlap_ns(2, 1), 8);
 }
 
+// An unfused attention backend (Megatron's local DotProductAttention, TE's unfused) materialises the
+// scores: QK^T and PV as batched GEMMs over all s keys (the causal mask applied after), one GEMM per
+// (sequence, head) on the BF16 curve, then softmax and dropout over the s x s matrix (forward 4 + 5
+// bytes per score, backward four GEMMs and 6 + 5 bytes). GPT-3 5B on A100, one layer by hand.
+TEST(AnalyticCost, UnfusedAttentionMaterialisesTheScoresByHand) {
+  const ModelSpec m = model_preset("gpt3-5b");
+  ASSERT_GT(m.attention_dropout, 0);
+  const GpuSpec gpu = gpu_preset("a100-80g");
+  ParallelConfig c = layout(m, 1, 1, 1, 1, 8);
+  c.mbs = 2;
+  c.gbs = 16;
+  c.attention_backend = AttentionBackend::kLocal;
+  c = resolve(c, m);
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  const sim::AnalyticCost cost(m, gpu, c, shape);
+  const double s = 2048, heads = m.num_attention_heads, d = m.kv_channels, calls = 2 * heads;
+  const double rate = gpu.peak_bf16_tflops * 1e3 * gpu.sustained_compute_ratio;  // FLOP/ns
+  const auto gemm = [&](double flops, double n) { return flops / (rate * gpu.gemm_efficiency(flops / n)); };
+  const auto memory = [&](double bytes) { return bytes / (gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency); };
+  const double full = 2 * calls * 2 * s * s * d;  // QK^T and PV over every key
+  const double scores = calls * s * s;
+  const double forward = gemm(full, 2 * calls) + memory(9 * scores);
+  const double backward = gemm(2 * full, 4 * calls) + memory(11 * scores);
+  EXPECT_NEAR(cost.stage(0).f.attention_ns / m.num_layers, forward, 1e-6 * forward);
+  EXPECT_NEAR(cost.stage(0).i.attention_ns / m.num_layers, backward, 1e-6 * backward);
+  // The fused default is faster, and the unfused backend keeps the scores as --softmax-stored does.
+  c.attention_backend = AttentionBackend::kAuto;
+  EXPECT_LT(sim::AnalyticCost(m, gpu, c, shape).stage(0).f.attention_ns, cost.stage(0).f.attention_ns);
+  sim::MemoryOptions stored;
+  stored.softmax_stored = true;
+  const std::int64_t with_option = sim::MemoryModel(m, c, shape, stored).stage_activations()[0].bytes;
+  c.attention_backend = AttentionBackend::kLocal;
+  EXPECT_EQ(sim::MemoryModel(m, c, shape).stage_activations()[0].bytes, with_option);
+  EXPECT_GT(with_option, sim::MemoryModel(m, resolve(layout(m, 1, 1, 1, 1, 8), m), shape).stage_activations()[0].bytes);
+  // Megatron's CP runs through TE's fused attention only.
+  c.cp = 2;
+  c.vp = 1;
+  c.world = 2 * c.dp;
+  const auto checked = check(c, m, gpu);
+  ASSERT_EQ(checked.errors.size(), 1u) << checked.errors.at(0).message;
+  EXPECT_EQ(checked.errors[0].rule, "unfused_attention_without_cp");
+  EXPECT_EQ(checked.errors[0].field, "attention_backend");
+}
+
 // TE userbuffers (BF16, tp = 4), one layer's forward by hand: the all-gathers ring-exchanged into 4
 // chunk GEMMs (the first chunk local), the reduce-scatters pipelined over 4 chunk GEMMs on the 116 SMs
 // the 16 communication SMs leave, the last chunk exposed. Each part is its wall time minus the whole GEMM.

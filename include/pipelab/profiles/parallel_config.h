@@ -61,6 +61,14 @@ enum class CpCommType { kP2p, kAllGather, kA2a, kA2aP2p };
 std::string_view to_string(CpCommType type);
 CpCommType parse_cp_comm_type(std::string_view text);
 
+/// Megatron's --attention-backend: a fused kernel (auto, flash, fused: FlashAttention or cuDNN through
+/// Transformer Engine), or the score matrix materialised (unfused: TE's UnfusedDotProductAttention;
+/// local: Megatron's own DotProductAttention, baddbmm, fused scale-mask-softmax, dropout and bmm, what
+/// Megatron and NeMo ran before flash attention).
+enum class AttentionBackend { kAuto, kFlash, kFused, kUnfused, kLocal };
+std::string_view to_string(AttentionBackend backend);
+AttentionBackend parse_attention_backend(std::string_view text);
+
 /// Megatron's --cross-entropy-fusion-impl, the fused loss kernel (with --cross-entropy-loss-fusion):
 /// Megatron's own compiled functions (native) or Transformer Engine's Triton kernels (te: TE 2.18 on,
 /// an fp32 gradient; te_inplace, pipelab's name for TE before 2.18: the gradient written over the BF16
@@ -147,6 +155,7 @@ struct ParallelConfig {
   double moe_expert_rank_capacity_factor = 0;
   bool tp_comm_overlap = false;                   // TE userbuffers: TP collectives pipelined with the GEMMs
   CpCommType cp_comm_type = CpCommType::kP2p;
+  AttentionBackend attention_backend = AttentionBackend::kAuto;
   // The loss over the vocabulary (docs/simulator.md, "Cross-entropy"): fused by Megatron's own kernels,
   // as Megatron-Bridge's GPT provider and Megatron-LM's MoE performance flags set it (Megatron-LM's
   // default is unfused; Megatron-Bridge's performance scripts choose te, which Megatron-LM now refuses).
@@ -171,6 +180,8 @@ struct ParallelConfig {
   /// Ranks in CP's p2p ring, each step of which moves one K/V chunk: cp for p2p, a2a+p2p's p2p size P,
   /// 1 without a ring (cp = 1, all_gather, a2a). A valid a2a+p2p config holds both sizes when cp > 1.
   int cp_ring_size() const;
+  /// The attention backend materialises the score matrix (unfused, local) instead of one fused kernel.
+  bool attention_unfused() const { return attention_backend == AttentionBackend::kUnfused || attention_backend == AttentionBackend::kLocal; }
   /// MoE: the busiest EP rank's routed tokens / the mean, as its experts compute them and the dispatch
   /// moves them: moe_load_imbalance, capped at the capacity factor (tokens beyond it dropped) or at
   /// HybridEP's per-rank budget, or the capacity itself when padded to it.
