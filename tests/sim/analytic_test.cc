@@ -530,22 +530,26 @@ TEST(AnalyticCost, ParamGatherFlagsNeedTheirPrecisionAndSharding) {
   EXPECT_TRUE(check(c, m, gpu).ok());
 }
 
+namespace {
+
+// Qwen3-30B-A3B cut to three layers over four stages: 0 the embedding, 1 one layer, 2 two layers, 3 the
+// loss; DeepEP's flex dispatcher.
+std::pair<ModelSpec, ParallelConfig> qwen3_moe_stages() {
+  ModelSpec m = model_preset("qwen3-30b-a3b");
+  m.num_layers = 3;
+  ParallelConfig c{.pp = 4, .ep = 16, .dp = 16, .mbs = 1, .gbs = 64, .pipeline_layout = "E|t|tt|L"};
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  return {m, resolve(c, m)};
+}
+
+}  // namespace
+
 // An F&B unit's duration is its critical path over four phases (F attention | B combine, B experts
 // | F dispatch, F experts | B dispatch, B attention | F combine), each the longer of its compute,
 // slowed by the 20 of 132 SMs DeepEP holds, and its transfer. F's dispatch also holds the GPU idle
 // after its wait for the host, when DeepEP holds no SMs. One layer beside one layer, by hand.
 TEST(AnalyticCost, OverlappedUnitIsItsPhasesCriticalPathByHand) {
-  ModelSpec m = model_preset("qwen3-30b-a3b");
-  m.num_layers = 3;
-  ParallelConfig c;
-  c.pp = 4;
-  c.ep = 16;
-  c.dp = 16;
-  c.mbs = 1;
-  c.gbs = 64;
-  c.pipeline_layout = "E|t|tt|L";  // embedding, one layer, two layers, loss
-  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
-  c = resolve(c, m);
+  const auto [m, c] = qwen3_moe_stages();
   const GpuSpec gpu = gpu_preset("h100-sxm");
   const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
   const sim::AnalyticCost cost(m, gpu, c, shape);
@@ -572,17 +576,7 @@ TEST(AnalyticCost, OverlappedUnitIsItsPhasesCriticalPathByHand) {
 // embedding and the loss alone. A chunk of two layers beside one of one layer overlaps one pair; a
 // chunk without layers overlaps nothing.
 TEST(AnalyticCost, OverlappedUnitPairsTheChunksLayerByLayer) {
-  ModelSpec m = model_preset("qwen3-30b-a3b");
-  m.num_layers = 3;
-  ParallelConfig c;
-  c.pp = 4;
-  c.ep = 16;
-  c.dp = 16;
-  c.mbs = 1;
-  c.gbs = 64;
-  c.pipeline_layout = "E|t|tt|L";
-  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
-  c = resolve(c, m);
+  const auto [m, c] = qwen3_moe_stages();
   const PipelineShape shape = make_schedule("1f1b", {4, 1, 8, 0}).shape;
   const sim::AnalyticCost cost(m, gpu_preset("h100-sxm"), c, shape);
   const auto b_total = [&](int s) { return cost.stage(s).i.total_ns() + cost.stage(s).w.total_ns(); };
