@@ -71,6 +71,7 @@ void print_config_line(std::ostream& os, const ResolvedConfig& r) {
      << " microbatches=" << c.microbatches() << " seq=" << c.seq_length << " recompute=" << to_string(c.recompute)
      << " precision=" << to_string(c.precision);
   if (c.precision == Precision::kFp8) os << " fp8_recipe=" << to_string(c.fp8_recipe);
+  if (c.attention_backend != AttentionBackend::kAuto) os << " attention_backend=" << to_string(c.attention_backend);
   if (c.cuda_graph_impl != CudaGraphImpl::kNone) {
     os << " cuda_graph_impl=" << to_string(c.cuda_graph_impl);
     for (std::size_t i = 0; i < c.cuda_graph_modules.size(); ++i) os << (i == 0 ? " cuda_graph_modules=" : "+") << c.cuda_graph_modules[i];

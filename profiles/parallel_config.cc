@@ -618,6 +618,19 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
           "attention_backend=" + std::string(to_string(c.attention_backend)) + " cannot run context parallelism (cp=" + str(c.cp) +
               "): Megatron's CP needs a fused backend (auto, flash or fused)");
   }
+  // Megatron's local backend runs only with its local layer spec (arguments.py: "--attention-backend local is
+  // only supported with --spec local"): no Transformer Engine, so no FP8 or NVFP4 GEMMs, no userbuffers
+  // TP overlap and no delayed wgrad (which needs transformer_impl=transformer_engine).
+  if (c.attention_backend == AttentionBackend::kLocal) {
+    const auto needs_te = [&](const char* field, const std::string& what) {
+      error(field, "local_attention_without_te",
+            "attention_backend=local runs Megatron's local layer spec, without Transformer Engine: " + what +
+                " needs it (use attention_backend=unfused for Transformer Engine's unfused attention)");
+    };
+    if (c.precision != Precision::kBf16) needs_te("precision", "precision=" + std::string(to_string(c.precision)));
+    if (c.tp_comm_overlap) needs_te("tp_comm_overlap", "tp_comm_overlap");
+    if (c.delay_wgrad_compute) needs_te("delay_wgrad_compute", "delay_wgrad_compute");
+  }
   // Megatron's MTP layers recompute only in groups of one (multi_token_prediction.py asserts it).
   if (m.mtp_num_layers > 0 && c.recompute == Recompute::kFull && c.recompute_method == RecomputeMethod::kUniform &&
       c.recompute_num_layers > 1) {

@@ -16,6 +16,7 @@
 #include "pipelab/sim/expert_bias.h"
 #include "pipelab/sim/host_launches.h"
 #include "pipelab/sim/moe_dispatch.h"
+#include "pipelab/sim/unfused_attention.h"
 #include "pipelab/sim/stage_layers.h"
 
 namespace pipelab::sim {
@@ -351,22 +352,18 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
   const ModelSpec& m = geometry_->model();
   const ParallelConfig& c = geometry_->config();
   if (c.attention_unfused()) {
-    // The score matrix materialised (Megatron's DotProductAttention: baddbmm, FusedScaleMaskSoftmax,
-    // dropout, bmm; TE's unfused attention alike): QK^T and PV as batched BF16 GEMMs over every key,
-    // the causal or window mask applied after, one GEMM per (sequence, head) on the GEMM curve; then
-    // the softmax (read + write the scores, 2 B each) and, with attention dropout, the dropout (read
-    // 2, write 2 and a 1-byte mask) over the whole matrix. The backward runs four such GEMMs, the
-    // dropout's (read the gradient and the mask, write 5 B) and the softmax's (read the probabilities
-    // and the gradient, write: 6 B). The curve-fitted efficiencies below are a fused kernel's.
+    // The score matrix materialised (unfused_attention.h): QK^T and PV as batched BF16 GEMMs over every
+    // key, the causal or window mask applied after, one GEMM per (sequence, head) of the query heads on
+    // the GEMM curve (four in the backward), then the softmax and dropout kernels' HBM traffic over the
+    // whole matrix.
     const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
     const double s = static_cast<double>(c.seq_length);
     const double full_flops = forward_flops * s / attended_keys_per_query(m, layer, c.seq_length);
     const double calls = c.mbs * heads_local;
     const double scores = calls * s * s;
-    const bool dropout = m.attention_dropout > 0;
-    const double forward = gemm_ns(full_flops, 2 * calls) + memory_ns(scores * (dropout ? 9.0 : 4.0));  // bytes per score
-    const double backward = gemm_ns(2 * full_flops, 4 * calls) + memory_ns(scores * (dropout ? 11.0 : 6.0));
-    return {forward, backward};
+    const UnfusedAttentionWork w = unfused_attention_work(m, c, m.is_window_attention_layer(layer));
+    return {gemm_ns(full_flops, 2 * calls) + memory_ns(scores * w.forward_bytes),
+            gemm_ns(2 * full_flops, 4 * calls) + memory_ns(scores * w.backward_bytes)};
   }
   if (gpu_.attention_efficiency_curve.empty()) {
     const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
@@ -565,6 +562,14 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
                : 2 * act_ns;
   fwd.elementwise_ns = norm_ns + act_ns + memory_ns(norm_tokens * 6 * h * kBf16Bytes + tokens * rope_bytes);
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
+  // Unfused attention launches its GEMMs, softmax and dropout where a fused backend runs one kernel.
+  double unfused_f_launch_ns = 0, unfused_i_launch_ns = 0;
+  if (c.attention_unfused()) {
+    const UnfusedAttentionWork w = unfused_attention_work(m, c, m.is_window_attention_layer(layer));
+    unfused_f_launch_ns = (1 + w.forward_kernels) * gpu_.kernel_launch_overhead_ns;
+    unfused_i_launch_ns = (3 + w.backward_kernels) * gpu_.kernel_launch_overhead_ns;
+    fwd.launch_ns += unfused_f_launch_ns;
+  }
   fwd.flops = lf.forward();
   // MoE: the dispatch and combine (moe_dispatch.h) and the permutes around them.
   MoeDispatchCost dispatch;
@@ -676,7 +681,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   if (pass == Pass::W) {
     PassCost wgrad;  // wgrad GEMMs only
     wgrad.gemm_ns = fwd.gemm_ns;
-    wgrad.launch_ns = (fwd.launch_ns - cp_ring_f_launch_ns) / 2;
+    wgrad.launch_ns = (fwd.launch_ns - cp_ring_f_launch_ns - unfused_f_launch_ns) / 2;
     wgrad.flops = lf.weight_grad();
     if (moe) wgrad.expert_ns = mlp_ns;
     wgrad.dp_comm_ns = std::max(0.0, fsdp_layer_ns(layer, /*gradients=*/true) - wgrad.compute_ns());
@@ -691,7 +696,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // The permutes' backward moves the same bytes as their forward.
   in.elementwise_ns = 2 * (fwd.elementwise_ns - quantize_f_ns - permute_ns - cp_ring_f_ns - act_ns - bias_f_ns) + act_back_ns + quantize_i_ns +
                       permute_ns + cp_ring_i_ns + bias_i_ns;
-  in.launch_ns = fwd.launch_ns - cp_ring_f_launch_ns + cp_ring_i_launch_ns;
+  in.launch_ns = fwd.launch_ns - cp_ring_f_launch_ns + cp_ring_i_launch_ns - unfused_f_launch_ns + unfused_i_launch_ns;
   in.tp_comm_ns = tp_backward_ns;
   in.tp_comm_hidden_by_wgrad_ns = tp.hidden_by_wgrad;
   in.ep_comm_ns = 2 * dispatch.comm_ns;  // the backward reuses the forward's counts: no wait
@@ -705,6 +710,7 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     // Selective recompute re-runs what its modules dropped (memory_model.cc drops the same parts).
     if (c.recomputes_module("core_attn")) {
       in.attention_ns += fwd.attention_ns;
+      in.launch_ns += unfused_f_launch_ns;
       in.elementwise_ns += cp_ring_f_ns;  // TE re-runs the whole CP attention: the ring and its merges
       in.launch_ns += cp_ring_f_launch_ns;
       in.cp_comm_ns += fwd.cp_comm_ns;

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "pipelab/sim/expert_bias.h"
+#include "pipelab/sim/unfused_attention.h"
 
 namespace pipelab::sim {
 namespace {
@@ -102,6 +103,15 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
   Launches attention = attention_block(kind);
   attention.forward += tp_collectives;
   attention.backward += tp_collectives;
+  // Unfused attention: two GEMMs and its softmax and dropout kernels where a fused backend launches one
+  // kernel; the backward four GEMMs and theirs (unfused_attention.h).
+  double unfused_forward = 0;
+  if (c.attention_unfused() && !c.cuda_graphed("attn")) {
+    const UnfusedAttentionWork w = unfused_attention_work(m, c, m.is_window_attention_layer(layer));
+    unfused_forward = 1 + w.forward_kernels;
+    attention.forward += unfused_forward;
+    attention.backward += 3 + w.backward_kernels;
+  }
   attention = graphed(attention, c.cuda_graphed("attn"));
 
   Launches mlp;  // the MLP side: a dense MLP, or the MoE layer from its norm to the combine
@@ -137,7 +147,7 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
   if (full_recompute) {
     out.input_grad += out.forward;
   } else {  // selective recompute re-runs its modules' forward kernels
-    if (c.recomputes_module("core_attn")) out.input_grad += 1;
+    if (c.recomputes_module("core_attn")) out.input_grad += 1 + unfused_forward;
     if (c.recomputes_module("layernorm")) out.input_grad += 2;
     if (c.recomputes_module("moe_act") && moe) out.input_grad += 1;
     if ((c.recomputes_module("mlp") && !moe) || (c.recomputes_module("moe") && moe)) out.input_grad += mlp.forward;

@@ -8,6 +8,7 @@
 
 #include "pipelab/sim/cross_entropy.h"
 #include "pipelab/sim/stage_layers.h"
+#include "pipelab/sim/unfused_attention.h"
 
 namespace pipelab::sim {
 
@@ -95,17 +96,20 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
       // (MultiTokenPredictionLayer._checkpointed_forward): it keeps the layer's two inputs (the hidden
       // states and the shifted tokens' embedding) and rebuilds the rest in the backward; under block it
       // does not recompute it.
+      // Its glue keeps the two norms' inputs, their concatenation (2h, the projection's input) and the
+      // final norm's input: five hidden states.
       const int last = g.model().num_layers - 1;
+      const auto hidden = static_cast<std::int64_t>(g.hidden_state_bytes());
+      const std::int64_t module = stored_layer_bytes(last) + 5 * hidden, stash = layer_weight_stash_bytes(last);
       if (range.mtp_layers > 0 && full && c.recompute_method == RecomputeMethod::kUniform) {
-        const auto inputs = 2 * static_cast<std::int64_t>(g.hidden_state_bytes());
-        act.bytes += range.mtp_layers * inputs;
-        act.freed_by_input_grad += range.mtp_layers * inputs;
-        act.recompute_transient = std::max(act.recompute_transient, stored_layer_bytes(last));
-        act.allocated_by_input_grad += range.mtp_layers * layer_weight_stash_bytes(last);
+        act.bytes += range.mtp_layers * 2 * hidden;
+        act.freed_by_input_grad += range.mtp_layers * 2 * hidden;
+        act.recompute_transient = std::max(act.recompute_transient, module);
+        act.allocated_by_input_grad += range.mtp_layers * stash;
       } else {
-        const std::int64_t mtp_layer = range.mtp_layers * stored_layer_bytes(last);
-        act.bytes += mtp_layer;
-        act.freed_by_input_grad += mtp_layer;
+        // As a decoder layer: the input-gradient pass frees all but W's stash.
+        act.bytes += range.mtp_layers * module;
+        act.freed_by_input_grad += range.mtp_layers * (module - stash);
       }
     }
     stages_.push_back(act);
@@ -150,6 +154,9 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   a.mlp_in = gemm_input * w.hidden / sp;         // MLP input (norm2 output)
   a.masks = m.hidden_dropout > 0 ? 2 * w.hidden / sp : 0;  // two dropout masks, a byte each
   a.qkv = (2 * w.query + 4 * w.value) / t;       // Q, K, V for the attention backward
+  // An unfused backend widens grouped K and V to the query heads (repeat_interleave) for its GEMMs,
+  // which keep the widened copies.
+  if (c.attention_unfused() && !m.multi_latent_attention) a.qkv += kBf16Bytes * (2 * w.query - w.key - w.value) / t;
   a.attn_out = gemm_input * w.query / t;         // out-projection input
   // A MoE layer's routed experts hold the busiest rank's tokens: moe_busiest_load() x the mean (load
   // imbalance, or the capacity they are padded to); shared experts see every token once.
@@ -159,12 +166,16 @@ LayerActivation MemoryModel::layer_activation(int layer) const {
   // Tokens permuted to the experts: each SP shard's top-k copies, gathered over ETP (etp x the rank's own).
   if (moe) a.moe_dispatched = gemm_input * m.moe_router_topk * w.hidden / t * c.expert_tp() * c.moe_busiest_load();
   if ((options_.softmax_stored || c.attention_unfused()) && !c.recomputes_module("core_attn")) {
-    // 5as per token: softmax output (2 bytes), its dropout mask (1, with attention dropout),
-    // softmax input for V (2); a sliding-window layer attends to window_size + 1 keys at most, but an
-    // unfused backend (attention_backend unfused or local) holds every key's score, the window masked.
+    // The scores kept for the backward, per score (unfused_attention.h): with --softmax-stored a fused
+    // softmax's (Korthikanti's 5as/h with dropout: the output, the mask, the dropout's output); under an
+    // unfused backend its own (the FP32 path keeps more). A sliding-window layer attends to window_size + 1
+    // keys at most, but an unfused backend holds every key's score, the window masked.
+    const bool windowed = m.is_window_attention_layer(layer);
     double keys = static_cast<double>(c.seq_length) / c.cp;
-    if (m.is_window_attention_layer(layer) && !c.attention_unfused()) keys = std::min(keys, m.window_size + 1.0);
-    a.softmax = (m.attention_dropout > 0 ? 5.0 : 4.0) * m.num_attention_heads * keys / t;
+    if (windowed && !c.attention_unfused()) keys = std::min(keys, m.window_size + 1.0);
+    const double per_score = c.attention_unfused() ? unfused_attention_work(m, c, windowed).kept_bytes
+                                                   : fused_softmax_kept_bytes(m.attention_dropout > 0);
+    a.softmax = per_score * m.num_attention_heads * keys / t;
   }
   // Selective recompute drops what its modules rebuild in the backward (Megatron's
   // --recompute-modules; core_attn by default).

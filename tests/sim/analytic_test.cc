@@ -15,6 +15,8 @@
 #include "pipelab/sim/cluster_layout.h"
 #include "pipelab/sim/memory_model.h"
 #include "pipelab/sim/simulation.h"
+#include "pipelab/sim/unfused_attention.h"
+#include "pipelab/sim/host_launches.h"
 
 namespace pipelab {
 namespace {
@@ -601,8 +603,9 @@ TEST(AnalyticCost, OverlappedUnitPairsTheChunksLayerByLayer) {
 
 // An unfused attention backend (Megatron's local DotProductAttention, TE's unfused) materialises the
 // scores: QK^T and PV as batched GEMMs over all s keys (the causal mask applied after), one GEMM per
-// (sequence, head) on the BF16 curve, then softmax and dropout over the s x s matrix (forward 4 + 5
-// bytes per score, backward four GEMMs and 6 + 5 bytes). GPT-3 5B on A100, one layer by hand.
+// (sequence, head) on the BF16 curve, then softmax and dropout over the s x s matrix: Megatron's causal
+// softmax kernel reads the lower triangle and writes it all (3 bytes per score; backward 4), dropout 5
+// and 5. The backward runs four GEMMs. GPT-3 5B on A100, one layer by hand.
 TEST(AnalyticCost, UnfusedAttentionMaterialisesTheScoresByHand) {
   const ModelSpec m = model_preset("gpt3-5b");
   ASSERT_GT(m.attention_dropout, 0);
@@ -620,27 +623,83 @@ TEST(AnalyticCost, UnfusedAttentionMaterialisesTheScoresByHand) {
   const auto memory = [&](double bytes) { return bytes / (gpu.hbm_bandwidth_gbps * gpu.memory_bandwidth_efficiency); };
   const double full = 2 * calls * 2 * s * s * d;  // QK^T and PV over every key
   const double scores = calls * s * s;
-  const double forward = gemm(full, 2 * calls) + memory(9 * scores);
-  const double backward = gemm(2 * full, 4 * calls) + memory(11 * scores);
+  const double forward = gemm(full, 2 * calls) + memory((3 + 5) * scores);
+  const double backward = gemm(2 * full, 4 * calls) + memory((4 + 5) * scores);
   EXPECT_NEAR(cost.stage(0).f.attention_ns / m.num_layers, forward, 1e-6 * forward);
   EXPECT_NEAR(cost.stage(0).i.attention_ns / m.num_layers, backward, 1e-6 * backward);
-  // The fused default is faster, and the unfused backend keeps the scores as --softmax-stored does.
-  c.attention_backend = AttentionBackend::kAuto;
-  EXPECT_LT(sim::AnalyticCost(m, gpu, c, shape).stage(0).f.attention_ns, cost.stage(0).f.attention_ns);
+  // Five kernels where a fused backend launches one (two GEMMs, softmax, dropout), backward seven for one.
+  ParallelConfig fused_config = c;
+  fused_config.attention_backend = AttentionBackend::kAuto;
+  const sim::AnalyticCost fused(m, gpu, fused_config, shape);
+  EXPECT_NEAR(cost.stage(0).f.launch_ns - fused.stage(0).f.launch_ns, 3.0 * m.num_layers * gpu.kernel_launch_overhead_ns, 1e-6);
+  EXPECT_NEAR(cost.stage(0).i.launch_ns - fused.stage(0).i.launch_ns, 5.0 * m.num_layers * gpu.kernel_launch_overhead_ns, 1e-6);
+  EXPECT_EQ(sim::layer_launches(m, c, 0, false).forward, sim::layer_launches(m, fused_config, 0, false).forward + 3);
+  EXPECT_LT(fused.stage(0).f.attention_ns, cost.stage(0).f.attention_ns);
+  // It keeps the softmax output, the dropout mask and the dropout's output (5 bytes a score), as
+  // --softmax-stored keeps under a fused backend.
   sim::MemoryOptions stored;
   stored.softmax_stored = true;
-  const std::int64_t with_option = sim::MemoryModel(m, c, shape, stored).stage_activations()[0].bytes;
+  const sim::MemoryModel kept_unfused(m, c, shape), kept_fused(m, fused_config, shape), kept_option(m, fused_config, shape, stored);
+  EXPECT_EQ(kept_unfused.stage_activations()[0].bytes, kept_option.stage_activations()[0].bytes);
+  EXPECT_EQ(kept_unfused.layer_activation_bytes(0) - kept_fused.layer_activation_bytes(0), static_cast<std::int64_t>(5 * scores));
+}
+
+// Without dropout the scores kept are the softmax output alone (2 bytes); grouped K and V are widened to
+// the query heads. Past Megatron's fused softmax's 4096 keys the local backend runs PyTorch's FP32 softmax
+// (37 bytes per score forward, 41 backward, 6 kept), where Transformer Engine's kernel still runs (to 16383).
+TEST(AnalyticCost, UnfusedAttentionByBackendAndSequence) {
+  const ModelSpec m = model_preset("llama3-8b");
+  ASSERT_EQ(m.attention_dropout, 0);
+  ASSERT_LT(m.num_query_groups, m.num_attention_heads);
+  ParallelConfig c = layout(m, 2, 1, 1, 1, 8, 4096);
+  c.attention_backend = AttentionBackend::kUnfused;
+  const sim::UnfusedAttentionWork short_seq = sim::unfused_attention_work(m, c, false);
+  EXPECT_TRUE(short_seq.fused_softmax);
+  EXPECT_EQ(short_seq.forward_bytes, 3);
+  EXPECT_EQ(short_seq.backward_bytes, 4);
+  EXPECT_EQ(short_seq.kept_bytes, 2);
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  ParallelConfig fused = c;
+  fused.attention_backend = AttentionBackend::kAuto;
+  const double scores_per_token = 4096.0 * m.num_attention_heads / 2;  // per TP rank
+  const double widened = 2.0 * (2 * m.num_attention_heads - 2 * m.num_query_groups) * m.kv_channels / 2;
+  const double tokens = 4096;
+  EXPECT_NEAR(static_cast<double>(sim::MemoryModel(m, c, shape).layer_activation_bytes(0) - sim::MemoryModel(m, fused, shape).layer_activation_bytes(0)),
+              tokens * (2 * scores_per_token + widened), 1);
+  c.seq_length = 8192;
+  const sim::UnfusedAttentionWork te = sim::unfused_attention_work(m, c, false);
+  EXPECT_TRUE(te.fused_softmax);
   c.attention_backend = AttentionBackend::kLocal;
-  EXPECT_EQ(sim::MemoryModel(m, c, shape).stage_activations()[0].bytes, with_option);
-  EXPECT_GT(with_option, sim::MemoryModel(m, resolve(layout(m, 1, 1, 1, 1, 8), m), shape).stage_activations()[0].bytes);
-  // Megatron's CP runs through TE's fused attention only.
-  c.cp = 2;
+  const sim::UnfusedAttentionWork torch_softmax = sim::unfused_attention_work(m, c, false);
+  EXPECT_FALSE(torch_softmax.fused_softmax);
+  EXPECT_EQ(torch_softmax.forward_bytes, 37);
+  EXPECT_EQ(torch_softmax.backward_bytes, 41);
+  EXPECT_EQ(torch_softmax.kept_bytes, 6);
+}
+
+// Megatron's CP runs through TE's fused attention only; its local backend runs without Transformer Engine.
+TEST(AnalyticCost, UnfusedAttentionRulesAreMegatrons) {
+  const ModelSpec m = model_preset("gpt3-5b");
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  ParallelConfig c = layout(m, 1, 1, 4, 1, 8);
   c.vp = 1;
-  c.world = 2 * c.dp;
-  const auto checked = check(c, m, gpu);
+  c.attention_backend = AttentionBackend::kLocal;
+  ASSERT_TRUE(check(c, m, gpu).ok());
+  ParallelConfig ring = c;
+  ring.cp = 2;
+  ring.world = 8;
+  auto checked = check(ring, m, gpu);
   ASSERT_EQ(checked.errors.size(), 1u) << checked.errors.at(0).message;
   EXPECT_EQ(checked.errors[0].rule, "unfused_attention_without_cp");
   EXPECT_EQ(checked.errors[0].field, "attention_backend");
+  ParallelConfig fp8 = c;
+  fp8.precision = Precision::kFp8;
+  checked = check(fp8, m, gpu);
+  ASSERT_EQ(checked.errors.size(), 1u) << checked.errors.at(0).message;
+  EXPECT_EQ(checked.errors[0].rule, "local_attention_without_te");
+  EXPECT_EQ(checked.errors[0].field, "precision");
+  fp8.attention_backend = AttentionBackend::kUnfused;  // TE's unfused attention runs beside FP8 GEMMs
+  EXPECT_TRUE(check(fp8, m, gpu).ok());
 }
 
 // TE userbuffers (BF16, tp = 4), one layer's forward by hand: the all-gathers ring-exchanged into 4
@@ -1139,8 +1198,13 @@ TEST(AnalyticCost, MtpModuleRunsItsLayerAsTheLastLayer) {
     EXPECT_DOUBLE_EQ((mtp.*pass).ep_comm_ns, (layer2.*pass).ep_comm_ns / 2);
     EXPECT_DOUBLE_EQ((mtp.*pass).attention_ns, (layer2.*pass).attention_ns / 2);
     EXPECT_DOUBLE_EQ((mtp.*pass).expert_ns, (layer2.*pass).expert_ns / 2);
-    EXPECT_GT((mtp.*pass).gemm_ns, (layer2.*pass).gemm_ns / 2);
   }
+  // The head on top of the layer, once: the glue (one GEMM call) and the MTP logits (one).
+  const double rate = gpu.peak_bf16_tflops * 1e3 * gpu.sustained_compute_ratio;
+  const auto gemm = [&](double flops) { return flops / (rate * gpu.gemm_efficiency(flops)); };
+  const double head = gemm(mtp_glue_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp)) +
+                      gemm(logits_forward_flops(m, c.mbs, c.seq_length, c.tp, c.cp, sim::LayerGeometry(m, c).vocab_divisor()));
+  EXPECT_NEAR(mtp.f.gemm_ns - layer2.f.gemm_ns / 2, head, 1e-6 * head);
 }
 
 namespace {
