@@ -653,11 +653,12 @@ TEST(AnalyticCost, UnfusedAttentionByBackendAndSequence) {
   ASSERT_LT(m.num_query_groups, m.num_attention_heads);
   ParallelConfig c = layout(m, 2, 1, 1, 1, 8, 4096);
   c.attention_backend = AttentionBackend::kUnfused;
-  const sim::UnfusedAttentionWork short_seq = sim::unfused_attention_work(m, c, false);
-  EXPECT_TRUE(short_seq.fused_softmax);
-  EXPECT_EQ(short_seq.forward_bytes, 3);
-  EXPECT_EQ(short_seq.backward_bytes, 4);
-  EXPECT_EQ(short_seq.kept_bytes, 2);
+  // {fused softmax kernel, forward, backward, kept bytes per score} of a causal layer.
+  const auto work = [&] {
+    const sim::UnfusedAttentionWork w = sim::unfused_attention_work(m, c, false);
+    return std::tuple{w.fused_softmax, w.forward_bytes, w.backward_bytes, w.kept_bytes};
+  };
+  EXPECT_EQ(work(), std::tuple(true, 3.0, 4.0, 2.0));
   const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
   ParallelConfig fused = c;
   fused.attention_backend = AttentionBackend::kAuto;
@@ -667,14 +668,9 @@ TEST(AnalyticCost, UnfusedAttentionByBackendAndSequence) {
   EXPECT_NEAR(static_cast<double>(sim::MemoryModel(m, c, shape).layer_activation_bytes(0) - sim::MemoryModel(m, fused, shape).layer_activation_bytes(0)),
               tokens * (2 * scores_per_token + widened), 1);
   c.seq_length = 8192;
-  const sim::UnfusedAttentionWork te = sim::unfused_attention_work(m, c, false);
-  EXPECT_TRUE(te.fused_softmax);
+  EXPECT_EQ(work(), std::tuple(true, 3.0, 4.0, 2.0));  // Transformer Engine's kernel to 16383 keys
   c.attention_backend = AttentionBackend::kLocal;
-  const sim::UnfusedAttentionWork torch_softmax = sim::unfused_attention_work(m, c, false);
-  EXPECT_FALSE(torch_softmax.fused_softmax);
-  EXPECT_EQ(torch_softmax.forward_bytes, 37);
-  EXPECT_EQ(torch_softmax.backward_bytes, 41);
-  EXPECT_EQ(torch_softmax.kept_bytes, 6);
+  EXPECT_EQ(work(), std::tuple(false, 37.0, 41.0, 6.0));  // Megatron's to 4096, then PyTorch's FP32 softmax
 }
 
 // Megatron's CP runs through TE's fused attention only; its local backend runs without Transformer Engine.
