@@ -16,8 +16,8 @@
 #include "pipelab/sim/expert_bias.h"
 #include "pipelab/sim/host_launches.h"
 #include "pipelab/sim/moe_dispatch.h"
-#include "pipelab/sim/unfused_attention.h"
 #include "pipelab/sim/stage_layers.h"
+#include "pipelab/sim/unfused_attention.h"
 
 namespace pipelab::sim {
 namespace {
