@@ -249,13 +249,15 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     // glue (the norms and the 2h -> h projection, in the same layer's forward); full recompute re-runs
     // both only with the uniform method (MultiTokenPredictionLayer._checkpointed_forward skips block).
     // Its head, the logits and the cross-entropy, is output_pass's.
+    const bool mtp_full = cfg.recompute == Recompute::kFull && cfg.recompute_method == RecomputeMethod::kUniform;
+    PassCost glue;
+    if (range.mtp_layers > 0) {
+      glue.flops = mtp_glue_forward_flops(g.model(), cfg.mbs, cfg.seq_length, cfg.tp, cfg.cp);
+      glue.gemm_ns = gemm_ns(glue.flops, 1);
+    }
     for (int k = 0; k < range.mtp_layers; ++k) {
-      const bool full = cfg.recompute == Recompute::kFull && cfg.recompute_method == RecomputeMethod::kUniform;
+      const bool full = mtp_full;
       add_layer(g.model().num_layers - 1, full, true);
-      const double glue_flops = mtp_glue_forward_flops(g.model(), cfg.mbs, cfg.seq_length, cfg.tp, cfg.cp);
-      PassCost glue;
-      glue.gemm_ns = gemm_ns(glue_flops, 1);
-      glue.flops = glue_flops;
       c.f += glue;
       c.w += glue;
       c.i += glue;
@@ -351,23 +353,22 @@ AnalyticCost::AttentionNs AnalyticCost::attention_ns(int layer, double forward_f
   if (forward_flops <= 0) return {};
   const ModelSpec& m = geometry_->model();
   const ParallelConfig& c = geometry_->config();
+  const double calls = c.mbs * std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);  // (sequence, query head)s
   if (c.attention_unfused()) {
     // The score matrix materialised (unfused_attention.h): QK^T and PV as batched BF16 GEMMs over every
     // key, the causal or window mask applied after, one GEMM per (sequence, head) of the query heads on
     // the GEMM curve (four in the backward), then the softmax and dropout kernels' HBM traffic over the
     // whole matrix.
-    const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
     const double s = static_cast<double>(c.seq_length);
     const double full_flops = forward_flops * s / attended_keys_per_query(m, layer, c.seq_length);
-    const double calls = c.mbs * heads_local;
     const double scores = calls * s * s;
     const UnfusedAttentionWork w = unfused_attention_work(m, c, m.is_window_attention_layer(layer));
     return {gemm_ns(full_flops, 2 * calls) + memory_ns(scores * w.forward_bytes),
-            gemm_ns(2 * full_flops, 4 * calls) + memory_ns(scores * w.backward_bytes)};
+            gemm_ns(2 * full_flops, 4 * calls) + memory_ns(scores * w.backward_bytes),
+            (1 + w.forward_kernels) * gpu_.kernel_launch_overhead_ns, (3 + w.backward_kernels) * gpu_.kernel_launch_overhead_ns};
   }
   if (gpu_.attention_efficiency_curve.empty()) {
-    const double heads_local = std::max(1.0, static_cast<double>(m.num_attention_heads) / c.tp);
-    const double forward = gemm_ns(forward_flops, c.mbs * heads_local);
+    const double forward = gemm_ns(forward_flops, calls);
     return {forward, kAttentionBackwardWork * forward};
   }
   // check() refuses a sliding window under a ring, so a ring only ever splits a causal layer's keys.
@@ -563,13 +564,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   fwd.elementwise_ns = norm_ns + act_ns + memory_ns(norm_tokens * 6 * h * kBf16Bytes + tokens * rope_bytes);
   fwd.launch_ns = kKernelsPerLayerPass * gpu_.kernel_launch_overhead_ns;
   // Unfused attention launches its GEMMs, softmax and dropout where a fused backend runs one kernel.
-  double unfused_f_launch_ns = 0, unfused_i_launch_ns = 0;
-  if (c.attention_unfused()) {
-    const UnfusedAttentionWork w = unfused_attention_work(m, c, m.is_window_attention_layer(layer));
-    unfused_f_launch_ns = (1 + w.forward_kernels) * gpu_.kernel_launch_overhead_ns;
-    unfused_i_launch_ns = (3 + w.backward_kernels) * gpu_.kernel_launch_overhead_ns;
-    fwd.launch_ns += unfused_f_launch_ns;
-  }
+  const double unfused_f_launch_ns = attention.forward_launch_ns, unfused_i_launch_ns = attention.backward_launch_ns;
+  fwd.launch_ns += unfused_f_launch_ns;
   fwd.flops = lf.forward();
   // MoE: the dispatch and combine (moe_dispatch.h) and the permutes around them.
   MoeDispatchCost dispatch;

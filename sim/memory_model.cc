@@ -100,7 +100,8 @@ MemoryModel::MemoryModel(std::shared_ptr<const LayerGeometry> geometry, const Pi
       // final norm's input: five hidden states.
       const int last = g.model().num_layers - 1;
       const auto hidden = static_cast<std::int64_t>(g.hidden_state_bytes());
-      const std::int64_t module = stored_layer_bytes(last) + 5 * hidden, stash = layer_weight_stash_bytes(last);
+      const std::int64_t module = range.mtp_layers > 0 ? stored_layer_bytes(last) + 5 * hidden : 0;
+      const std::int64_t stash = range.mtp_layers > 0 ? layer_weight_stash_bytes(last) : 0;
       if (range.mtp_layers > 0 && full && c.recompute_method == RecomputeMethod::kUniform) {
         act.bytes += range.mtp_layers * 2 * hidden;
         act.freed_by_input_grad += range.mtp_layers * 2 * hidden;

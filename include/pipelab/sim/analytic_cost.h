@@ -170,6 +170,8 @@ class AnalyticCost final : public CostModel {
   /// forward, and its backward, which does 2.5 x that work.
   struct AttentionNs {
     double forward = 0, backward = 0;
+    // An unfused backend's launch gaps beyond one fused kernel's (its GEMMs, softmax and dropout).
+    double forward_launch_ns = 0, backward_launch_ns = 0;
   };
   AttentionNs attention_ns(int layer, double forward_flops) const;
   /// One layer's TP communication time left exposed, in its F and its I.
