@@ -659,7 +659,7 @@ Breakdown breakdown(const PlanRequest& r, const PlanPoint& p) {
     for (const sim::PassCost* pass : {&c.f, &i, &c.w}) {
       b.compute_ns += m * pass->compute_ns();
       b.tp_comm_ns += m * pass->tp_comm_ns;
-      b.ep_comm_ns += m * pass->ep_comm_ns;
+      b.ep_comm_ns += m * pass->ep_exposed_ns();
       b.cp_comm_ns += m * pass->cp_comm_ns;
       b.fsdp_comm_ns += m * pass->dp_comm_ns;
     }

@@ -179,6 +179,7 @@ const std::array kFields = {
     Field{"moe_flex_dispatcher_backend", &ParallelConfig::moe_flex_dispatcher_backend},
     Field{"overlap_moe_expert_parallel_comm", &ParallelConfig::overlap_moe_expert_parallel_comm},
     Field{"delay_wgrad_compute", &ParallelConfig::delay_wgrad_compute},
+    Field{"moe_shared_expert_overlap", &ParallelConfig::moe_shared_expert_overlap},
     Field{"moe_load_imbalance", &ParallelConfig::moe_load_imbalance},
     Field{"moe_expert_capacity_factor", &ParallelConfig::moe_expert_capacity_factor},
     Field{"moe_pad_expert_input_to_capacity", &ParallelConfig::moe_pad_expert_input_to_capacity},
@@ -725,6 +726,16 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   if (c.overlap_moe_expert_parallel_comm && std::find(c.recompute_modules.begin(), c.recompute_modules.end(), "moe") != c.recompute_modules.end()) {
     error("recompute_modules", "ep_overlap_excludes_moe_recompute",
           "overlap_moe_expert_parallel_comm excludes \"moe\" in recompute_modules (Megatron: disable moe in recompute_modules)");
+  }
+  // Shared-expert overlap (Megatron's rules for --moe-shared-expert-overlap, transformer_config.py).
+  if (c.moe_shared_expert_overlap && c.moe_token_dispatcher_type == MoeDispatcher::kAllgather) {
+    error("moe_token_dispatcher_type", "shared_expert_overlap_needs_alltoall_or_flex",
+          "moe_shared_expert_overlap needs moe_token_dispatcher_type=alltoall or flex, got allgather");
+  }
+  if (c.moe_shared_expert_overlap && c.overlap_moe_expert_parallel_comm) {
+    error("moe_shared_expert_overlap", "shared_expert_overlap_excludes_ep_overlap",
+          "moe_shared_expert_overlap excludes overlap_moe_expert_parallel_comm (Megatron: disable moe_shared_expert_overlap "
+          "when enabling overlap_moe_expert_parallel_comm)");
   }
   if (c.overlap_moe_expert_parallel_comm && c.pp > 1 && c.vp <= 1) {
     warn("overlap_moe_expert_parallel_comm", "needs_vp",

@@ -22,6 +22,11 @@
 namespace pipelab::sim {
 namespace {
 
+// Of one dispatch and one combine, what the shared experts beside them hide (--moe-shared-expert-overlap).
+struct SharedBeside {
+  double dispatch_ns = 0, combine_ns = 0;
+};
+
 // Kernels launched per layer per pass (norm, QKV, RoPE, attention, out-proj, residual, norm, up,
 // activation, down, residual, plus TP collectives): the launch gap each adds on the GPU.
 constexpr double kKernelsPerLayerPass = 14;
@@ -132,6 +137,8 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   tp_comm_ns += o.tp_comm_ns;
   ep_comm_ns += o.ep_comm_ns;
   ep_host_gap_ns += o.ep_host_gap_ns;
+  ep_hidden_dispatch_ns += o.ep_hidden_dispatch_ns;
+  ep_hidden_combine_ns += o.ep_hidden_combine_ns;
   cp_comm_ns += o.cp_comm_ns;
   launch_ns += o.launch_ns;
   host_wait_ns += o.host_wait_ns;
@@ -613,6 +620,19 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     fwd.ep_host_gap_ns = gpu_.moe_sync_gap_ns;
     fwd.ep_comm_ns += fwd.ep_host_gap_ns;
   }
+  // --moe-shared-expert-overlap: the shared experts run on a stream of their own, FC1 and its activation
+  // launched right after the dispatch's all-to-all and FC2 after the combine's (Megatron
+  // token_dispatcher.py), so each hides up to its own GEMM time of that transfer; the backward runs their
+  // gradients beside the same transfers. The host wait comes before the all-to-all: nothing hides it.
+  SharedBeside shared_beside;
+  if (moe && c.moe_shared_expert_overlap && m.moe_shared_expert_intermediate_size > 0) {
+    const double shared_ns = linear_ns(lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp, 2, quantized);
+    const double fc1_share = m.swiglu ? 2.0 / 3 : 0.5;  // FC1 is gate + up under SwiGLU
+    shared_beside.dispatch_ns = std::min(dispatch.comm_ns, fc1_share * shared_ns);
+    shared_beside.combine_ns = std::min(dispatch.comm_ns, (1 - fc1_share) * shared_ns);
+  }
+  fwd.ep_hidden_dispatch_ns = shared_beside.dispatch_ns;
+  fwd.ep_hidden_combine_ns = shared_beside.combine_ns;
   // CP (TE's cp_comm_type): p2p passes each rank's K/V chunk around the ring, exposed only beyond the
   // attention kernel (I: K/V and dK/V, twice the bytes, beside the backward kernel); all_gather gathers all K/V first, not overlapped
   // (I: gathered again and dK/V reduce-scattered); a2a (Ulysses) trades sequence for heads with four
@@ -696,6 +716,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   in.tp_comm_ns = tp_backward_ns;
   in.tp_comm_hidden_by_wgrad_ns = tp.hidden_by_wgrad;
   in.ep_comm_ns = 2 * dispatch.comm_ns;  // the backward reuses the forward's counts: no wait
+  in.ep_hidden_dispatch_ns = shared_beside.dispatch_ns;
+  in.ep_hidden_combine_ns = shared_beside.combine_ns;
   in.cp_comm_ns = cp_backward_ns;
   in.flops = lf.input_grad();
   if (moe) in.expert_ns = mlp_ns + act_back_ns + permute_ns + bias_i_ns;
@@ -887,15 +909,19 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
   // Not overlapped: each transfer is exposed whole. The backward meets combine before dispatch.
   const double half = (p.ep_comm_ns - p.ep_host_gap_ns) / 2, attention = p.compute_ns() - p.host_wait_ns - p.expert_ns;
   const double other = p.tp_comm_ns + p.cp_comm_ns + p.dp_comm_ns;
+  // The shared experts beside a transfer (--moe-shared-expert-overlap) leave only its exposed part here; the
+  // rest runs under the experts' phase.
+  const double dispatch = half + p.ep_host_gap_ns, dispatch_exposed = dispatch - p.ep_hidden_dispatch_ns,
+               combine_exposed = half - p.ep_hidden_combine_ns;
   if (a.op == Op::F) {
     add(kNonExpert, attention, 0, 0);
-    add("dispatch", half + p.ep_host_gap_ns, half + p.ep_host_gap_ns, half + p.ep_host_gap_ns);
+    add("dispatch", dispatch_exposed, dispatch_exposed, dispatch_exposed);
     add("experts", p.expert_ns, 0, 0);
-    add("combine", half, half, half);
+    add("combine", combine_exposed, combine_exposed, combine_exposed);
   } else {  // a recomputed forward's host gap joins the backward's dispatch
-    add("combine", half, half, half);
+    add("combine", combine_exposed, combine_exposed, combine_exposed);
     add("experts", p.expert_ns, 0, 0);
-    add("dispatch", half + p.ep_host_gap_ns, half + p.ep_host_gap_ns, half + p.ep_host_gap_ns);
+    add("dispatch", dispatch_exposed, dispatch_exposed, dispatch_exposed);
     add(kNonExpert, attention, 0, 0);
   }
   add(kOtherComm, other, other, other);
@@ -906,7 +932,7 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
 
 namespace {
 
-InActionComm pass_comm(const PassCost& p) { return {p.tp_comm_ns, p.ep_comm_ns, p.cp_comm_ns, p.dp_comm_ns, p.offload_ns, p.host_wait_ns}; }
+InActionComm pass_comm(const PassCost& p) { return {p.tp_comm_ns, p.ep_exposed_ns(), p.cp_comm_ns, p.dp_comm_ns, p.offload_ns, p.host_wait_ns}; }
 
 }  // namespace
 

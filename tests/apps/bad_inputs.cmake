@@ -57,6 +57,11 @@ cli_test(bad_flags_fp4_param_gather_in_bf16 2 ARGS ${sim2_8b} --gpu b200 --fp4-p
          REGEX "fp4_param_gather needs precision=nvfp4, got precision=bf16")
 cli_test(bad_flags_ep_overlap_allgather 2 ARGS simulate --model qwen3-30b-a3b --tp 1 --pp 1 --ep 8 --gpus 8
          --overlap-moe-expert-parallel-comm REGEX "overlap_moe_expert_parallel_comm needs moe_token_dispatcher_type=alltoall or flex, got allgather")
+cli_test(bad_flags_shared_expert_overlap_allgather 2 ARGS simulate --model deepseek-v3 --tp 1 --pp 1 --ep 8 --gpus 8
+         --moe-shared-expert-overlap REGEX "moe_shared_expert_overlap needs moe_token_dispatcher_type=alltoall or flex, got allgather")
+cli_test(bad_flags_shared_expert_overlap_with_ep_overlap 2 ARGS simulate --model deepseek-v3 --tp 1 --pp 1 --ep 8 --gpus 8
+         --moe-token-dispatcher-type alltoall --moe-shared-expert-overlap --overlap-moe-expert-parallel-comm
+         REGEX "moe_shared_expert_overlap excludes overlap_moe_expert_parallel_comm")
 cli_test(bad_flags_pad_without_capacity 2 ARGS simulate --model qwen3-30b-a3b --tp 1 --pp 1 --ep 8 --gpus 8
          --moe-token-dispatcher-type alltoall --moe-pad-expert-input-to-capacity
          REGEX "moe_pad_expert_input_to_capacity needs moe_expert_capacity_factor > 0")

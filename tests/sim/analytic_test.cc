@@ -900,6 +900,50 @@ TEST(AnalyticCost, DroplessDispatchWaitsForTheHostOncePerLayerForward) {
   EXPECT_NEAR(wide.i.ep_comm_ns - 1.25 * padded.i.ep_comm_ns, 0, 0.01 * padded.i.ep_comm_ns);
 }
 
+// --moe-shared-expert-overlap: the shared experts' FC1 (2/3 of their GEMM time under SwiGLU) beside the
+// dispatch and FC2 beside the combine, in F and again in I, each hiding at most its own transfer; the
+// host wait before the all-to-all stays exposed, and nothing else moves.
+TEST(AnalyticCost, SharedExpertsHideTheDispatchAndCombineBesideThemByHand) {
+  // DeepSeek-V3's shape cut to one dense and two MoE layers, no MTP.
+  ModelSpec m = model_preset("deepseek-v3");
+  m.num_layers = 3;
+  m.num_dense_layers = 1;
+  m.mtp_num_layers = 0;
+  ASSERT_GT(m.moe_shared_expert_intermediate_size, 0);
+  ParallelConfig c = layout(m, 1, 1, 16, 1, 16, 4096);
+  c.ep = 16;
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const sim::StageCost before = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  c.moe_shared_expert_overlap = true;
+  const sim::StageCost after = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  // The shared expert's two BF16 GEMMs, as gemm_ns times them.
+  const LayerFlops lf = layer_forward_flops(m, 1, 1, 4096, 1, 1);
+  const double per_token = m.moe_router_topk * m.moe_ffn_hidden_size + m.moe_shared_expert_intermediate_size;
+  const double shared_flops = lf.mlp * m.moe_shared_expert_intermediate_size / per_token;
+  const double shared_ns = shared_flops / (gpu.peak_bf16_tflops * 1e3 * gpu.sustained_compute_ratio * gpu.gemm_efficiency(shared_flops / 2));
+  const double transfer = before.i.ep_comm_ns / 4;  // per MoE layer, one dispatch or one combine
+  const double dispatch_hidden = 2 * std::min(transfer, shared_ns * 2 / 3), combine_hidden = 2 * std::min(transfer, shared_ns / 3);
+  ASSERT_GT(dispatch_hidden, 0);
+  for (const auto& [b, a] : {std::pair{&before.f, &after.f}, std::pair{&before.i, &after.i}}) {
+    EXPECT_NEAR(a->ep_hidden_dispatch_ns, dispatch_hidden, 1e-6 * dispatch_hidden);
+    EXPECT_NEAR(a->ep_hidden_combine_ns, combine_hidden, 1e-6 * combine_hidden);
+    EXPECT_EQ(a->ep_comm_ns, b->ep_comm_ns);  // the transfer itself is unchanged
+    EXPECT_NEAR(b->total_ns() - a->total_ns(), dispatch_hidden + combine_hidden, 1e-6 * b->total_ns());
+  }
+  EXPECT_GT(after.f.ep_host_gap_ns, 0);
+  EXPECT_GE(after.f.ep_exposed_ns(), after.f.ep_host_gap_ns);
+  // A model without shared experts has nothing to run beside the transfers.
+  const ModelSpec q = model_preset("qwen3-30b-a3b");
+  ParallelConfig qc = layout(q, 1, 1, 8, 1, 8, 4096);
+  qc.ep = 8;
+  qc.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  const double plain = sim::AnalyticCost(q, gpu, qc, shape).stage(0).f.total_ns();
+  qc.moe_shared_expert_overlap = true;
+  EXPECT_EQ(sim::AnalyticCost(q, gpu, qc, shape).stage(0).f.total_ns(), plain);
+}
+
 // FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
 // copy into 4 ring-exchange chunk GEMMs; the reduce-scatters ring-exchange too (Megatron-Bridge's FP8
 // configs), on all but 1 SM, then sum the 4 partial BF16 chunks (read 4 + write 1 chunk of HBM).

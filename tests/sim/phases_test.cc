@@ -85,6 +85,35 @@ TEST_F(Phases, EachMoeActionSplitsIntoItsDurationAndItsExposedCommunication) {
   EXPECT_EQ(names(cost_.phases(0, Action::make(Op::W, 6, 0))), (std::vector<std::string>{"experts", "attention & dense"}));
 }
 
+// The shared experts beside the transfers (--moe-shared-expert-overlap) shorten the dispatch and combine
+// phases to their exposed parts; the phases still add up to the action and its in-action communication.
+TEST(PhasesOf, SharedExpertOverlapLeavesTheExposedTransfer) {
+  ModelSpec m = model_preset("deepseek-v3");
+  m.num_layers = 4;
+  m.num_dense_layers = 1;
+  m.mtp_num_layers = 0;
+  ParallelConfig c = testing::moe_layout(m, 1, 2, 8, 8, 64, 1);
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  c.moe_shared_expert_overlap = true;
+  const Schedule schedule = make_schedule("1f1b", {2, 1, 8, 0});
+  const sim::AnalyticCost cost(m, gpu_preset("h100-sxm"), c, schedule.shape);
+  ASSERT_GT(cost.stage(1).f.ep_hidden_dispatch_ns, 0);
+  for (const Action& a : {Action::make(Op::F, 1, 0), Action::make(Op::B, 1, 0)}) {
+    const std::vector<Phase> phases = cost.phases(0, a);
+    EXPECT_NEAR(sum_ns(phases), static_cast<double>(cost.duration_ns(0, a)), static_cast<double>(phases.size())) << to_string(a);
+    const sim::InActionComm comm = cost.in_action_comm(0, a);
+    EXPECT_NEAR(sum_exposed(phases), comm.tp_ns + comm.ep_ns + comm.cp_ns + comm.fsdp_ns, static_cast<double>(phases.size()))
+        << to_string(a);
+  }
+  const sim::PassCost& f = cost.stage(1).f;
+  const std::vector<Phase> phases = cost.phases(0, Action::make(Op::F, 1, 0));
+  const double half = (f.ep_comm_ns - f.ep_host_gap_ns) / 2;
+  EXPECT_EQ(phases[1].name, "dispatch");
+  EXPECT_NEAR(static_cast<double>(phases[1].ns), half + f.ep_host_gap_ns - f.ep_hidden_dispatch_ns, 1);
+  EXPECT_EQ(phases[3].name, "combine");
+  EXPECT_NEAR(static_cast<double>(phases[3].ns), half - f.ep_hidden_combine_ns, 1);
+}
+
 // With the alltoall dispatcher no SMs go to the transfer: each phase is the longer of its compute
 // and the other half's transfer (docs/simulator.md, "F&B units"). F's dispatch also holds the GPU
 // idle after its wait for the host (dropless).

@@ -147,6 +147,7 @@ struct ParallelConfig {
   std::string moe_flex_dispatcher_backend = "deepep";                   // flex only: deepep | hybridep
   bool overlap_moe_expert_parallel_comm = false;  // 1F1B all-to-all overlap: merged F and B of adjacent microbatches
   bool delay_wgrad_compute = false;               // wgrad after the combine (EP overlap) or at the layer's end
+  bool moe_shared_expert_overlap = false;         // shared experts on their own stream, beside the dispatch and combine
   double moe_load_imbalance = 1.0;                // busiest rank's tokens / the mean (NVIDIA's tables force 1)
   double moe_expert_capacity_factor = 0;          // an expert's capacity / the mean tokens, beyond it dropped; 0 = dropless (Megatron's None)
   bool moe_pad_expert_input_to_capacity = false;  // every expert padded to its capacity (needs the factor)

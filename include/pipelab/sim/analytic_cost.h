@@ -44,6 +44,9 @@ struct PassCost {
   double tp_comm_ns = 0;
   double ep_comm_ns = 0;
   double ep_host_gap_ns = 0;  // of ep_comm_ns, the GPU idle after a forward's dispatch waits for the host (F; I when it recomputes the forward)
+  // Of ep_comm_ns, what the shared experts hide beside the dispatch and the combine (--moe-shared-expert-overlap):
+  // not in total_ns. F&B units pair the whole transfer with their compute instead.
+  double ep_hidden_dispatch_ns = 0, ep_hidden_combine_ns = 0;
   double cp_comm_ns = 0;  // exposed part only
   double dp_comm_ns = 0;  // FSDP's per-layer weight gathers and gradient reduce-scatters, exposed part only
   double offload_ns = 0;  // the GPU waiting for activation CPU offloading's copies (F: offloads; I: reloads)
@@ -59,7 +62,8 @@ struct PassCost {
   double tp_comm_hidden_by_wgrad_ns = 0;
 
   double compute_ns() const { return gemm_ns + attention_ns + elementwise_ns + launch_ns + host_wait_ns; }
-  double total_ns() const { return compute_ns() + tp_comm_ns + ep_comm_ns + cp_comm_ns + dp_comm_ns + offload_ns; }
+  double ep_exposed_ns() const { return ep_comm_ns - ep_hidden_dispatch_ns - ep_hidden_combine_ns; }
+  double total_ns() const { return compute_ns() + tp_comm_ns + ep_exposed_ns() + cp_comm_ns + dp_comm_ns + offload_ns; }
   /// This I run on its own, its W later (zero-bubble schedules): nothing beside it hides those collectives.
   PassCost without_wgrad() const {
     PassCost p = *this;
