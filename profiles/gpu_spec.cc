@@ -72,6 +72,7 @@ const std::array kFields = {
     Field{"sustained_compute_ratio", &GpuSpec::sustained_compute_ratio},  // absent = 1, not modelled
     Field{"memory_bandwidth_efficiency", &GpuSpec::memory_bandwidth_efficiency, true},
     Field{"collective_efficiency", &GpuSpec::collective_efficiency, true},
+    Field{"alltoall_nvlink_efficiency", &GpuSpec::alltoall_nvlink_efficiency},  // absent = 0: collective_efficiency
     Field{"reserved_memory_bytes", &GpuSpec::reserved_memory_bytes, true},
 };
 
@@ -238,6 +239,7 @@ void validate(const GpuSpec& g, std::string_view context) {
   within("sustained_compute_ratio", g.sustained_compute_ratio, kMinEfficiency, 1);
   within("memory_bandwidth_efficiency", g.memory_bandwidth_efficiency, kMinEfficiency, 1);
   within("collective_efficiency", g.collective_efficiency, kMinEfficiency, 1);
+  if (g.alltoall_nvlink_efficiency != 0) within("alltoall_nvlink_efficiency", g.alltoall_nvlink_efficiency, kMinEfficiency, 1);
   if (g.reserved_memory_bytes < 0 || g.reserved_memory_bytes >= g.hbm_bytes) {
     errors.push_back("reserved_memory_bytes=" + std::to_string(g.reserved_memory_bytes) +
                      " must be >= 0 and below hbm_bytes=" + std::to_string(g.hbm_bytes));

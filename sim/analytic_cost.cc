@@ -649,7 +649,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
     // Q, K, V and the output through one Ulysses all-to-all group of `size` ranks.
     const auto a2a_ns = [&](int size, const Link& group) {
       const double moved = tokens * (2 * w.query + w.key + w.value) / c.tp * kBf16Bytes * (size - 1) / size;
-      return collective_ns(moved, 4, group);  // four all-to-alls, one latency each
+      // Four all-to-alls, one latency each; NCCL's all-to-all inside the NVLink domain at its own share.
+      return sim::collective_ns(moved, 4, group, group.nvlink ? gpu_.nvlink_alltoall_efficiency() : gpu_.collective_efficiency);
     };
     switch (c.cp_comm_type) {
       case CpCommType::kP2p:

@@ -103,7 +103,10 @@ MoeDispatchCost moe_dispatch_cost(const ModelSpec& model, const ParallelConfig& 
   out.nic_bytes *= skew;
   out.permute_bytes *= skew;
   // Both links at once (one message latency each): the slower one decides.
-  out.comm_ns = std::max(collective_ns(out.nvlink_bytes, 1, layout.nvlink(), efficiency),
+  // NCCL's all-to-all runs inside the NVLink domain at its own measured share of the link (GpuSpec).
+  const double nvlink_efficiency =
+      c.moe_token_dispatcher_type == MoeDispatcher::kAlltoall ? gpu.nvlink_alltoall_efficiency() : efficiency;
+  out.comm_ns = std::max(collective_ns(out.nvlink_bytes, 1, layout.nvlink(), nvlink_efficiency),
                          collective_ns(out.nic_bytes, 1, layout.nic(), efficiency));
   // Expert tensor parallelism: the dispatched copies are all-gathered over ETP after the transfer
   // (reduce-scattered in the combine): each rank's `copies` rows become etp x copies, a ring moving

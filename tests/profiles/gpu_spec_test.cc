@@ -325,16 +325,28 @@ TEST(GpuSpec, BlackwellPresetsShareOneMeasuredBf16Curve) {
   }
 }
 
+// NCCL's all-to-all inside the NVLink domain: its own measured share where a preset has one (Megatron-Core
+// MoE's Table 7), else the ring collectives'.
+TEST(GpuSpec, AlltoallNvlinkEfficiencyFallsBackToTheCollectives) {
+  EXPECT_EQ(gpu_preset("h100-sxm").nvlink_alltoall_efficiency(), 0.72);
+  EXPECT_EQ(gpu_preset("gb200").nvlink_alltoall_efficiency(), 0.62);
+  const GpuSpec a100 = gpu_preset("a100-80g");
+  EXPECT_EQ(a100.alltoall_nvlink_efficiency, 0);
+  EXPECT_EQ(a100.nvlink_alltoall_efficiency(), a100.collective_efficiency);
+}
+
 TEST(GpuSpecRules, ViolationsNameFieldAndRule) {
   GpuSpec gpu = two_point_gpu();
   gpu.gemm_efficiency_curve = {{1e11, 0.6}, {1e9, 1.5}};
   gpu.collective_efficiency = 0;
+  gpu.alltoall_nvlink_efficiency = 1.5;
   gpu.reserved_memory_bytes = gpu.hbm_bytes;
   const std::string message = error_message<ConfigError>([&] { validate(gpu, "g.json"); });
   EXPECT_THAT(message, HasSubstr("g.json: gpu 'h100-sxm': "));
   EXPECT_THAT(message, HasSubstr("gemm_efficiency_curve[1].efficiency=1.5 must be in [0.001, 1]"));
   EXPECT_THAT(message, HasSubstr("gemm_efficiency_curve[1].flops=1e+09 must be greater than the previous point's"));
   EXPECT_THAT(message, HasSubstr("collective_efficiency=0 must be in [0.001, 1]"));
+  EXPECT_THAT(message, HasSubstr("alltoall_nvlink_efficiency=1.5 must be in [0.001, 1]"));
   EXPECT_THAT(message, HasSubstr("reserved_memory_bytes=85899345920 must be >= 0 and below hbm_bytes"));
 }
 

@@ -1021,7 +1021,8 @@ TEST(AnalyticCost, TpCommOverlapChargesTheChunkGemms) {
 }
 
 // CP communication types: p2p hides its ring behind attention, all_gather does not, a2a moves
-// Q, K, V and the output once each: (2q + k + v) x tokens x 2 B x (cp-1)/cp, four latencies.
+// Q, K, V and the output once each: (2q + k + v) x tokens x 2 B x (cp-1)/cp, four latencies, at NCCL's
+// all-to-all share of NVLink.
 TEST(AnalyticCost, ContextParallelCommTypesByHand) {
   const ModelSpec m = model_preset("llama3-8b");  // 32 heads, 8 groups, 128 channels
   ParallelConfig c = layout(m, 1, 1, 4, 1, 8, 8192);
@@ -1037,7 +1038,8 @@ TEST(AnalyticCost, ContextParallelCommTypesByHand) {
   const double tokens = 8192 / 2, bw = gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency;
   EXPECT_NEAR(gather, gpu.nvlink_latency_ns + tokens * 2048 * 2 / bw, 1e-6 * gather);
   EXPECT_LE(p2p, gather);
-  EXPECT_NEAR(a2a, 4 * gpu.nvlink_latency_ns + tokens * (2 * 4096 + 2048) * 2 * 0.5 / bw, 1e-6 * a2a);
+  const double a2a_bw = gpu.nvlink_bandwidth_gbps * gpu.nvlink_alltoall_efficiency();
+  EXPECT_NEAR(a2a, 4 * gpu.nvlink_latency_ns + tokens * (2 * 4096 + 2048) * 2 * 0.5 / a2a_bw, 1e-6 * a2a);
   c.cp = 3;  // 32 heads do not split over 3 CP ranks
   c.cp_comm_type = CpCommType::kA2a;
   EXPECT_FALSE(check(c, m, gpu).ok());
@@ -1058,7 +1060,8 @@ TEST(AnalyticCost, HierarchicalContextParallelIsAnA2aThenARingByHand) {
   const PipelineShape shape = make_schedule("1f1b", {1, 1, 4, 0}).shape;
   const sim::PassCost f = sim::AnalyticCost(m, gpu, c, shape).stage(0).f;
   const double tokens = 16384 / 4, bw = gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency;
-  const double a2a = 4 * gpu.nvlink_latency_ns + tokens * (2 * 4096 + 2048) * 2 * 0.5 / bw;
+  const double a2a_bw = gpu.nvlink_bandwidth_gbps * gpu.nvlink_alltoall_efficiency();
+  const double a2a = 4 * gpu.nvlink_latency_ns + tokens * (2 * 4096 + 2048) * 2 * 0.5 / a2a_bw;
   const double ring = std::max(0.0, gpu.nvlink_latency_ns + tokens * 2048 * 2 / bw - f.attention_ns / m.num_layers);
   EXPECT_NEAR(f.cp_comm_ns / m.num_layers, a2a + ring, 1e-6 * (a2a + ring));
   // The sizes must multiply to cp, and the a2a size divide the heads per TP rank.

@@ -89,6 +89,9 @@ struct GpuSpec {
   double sustained_compute_ratio = 1;
   double memory_bandwidth_efficiency = 0;  // achievable fraction of hbm_bandwidth_gbps
   double collective_efficiency = 0;        // achievable fraction of link bandwidth (NCCL busbw)
+  // NCCL's all-to-all inside the NVLink domain, of nvlink_bandwidth_gbps (a measured figure: below the ring
+  // collectives'); 0 = collective_efficiency. nvlink_alltoall_efficiency() reads it.
+  double alltoall_nvlink_efficiency = 0;
   std::int64_t reserved_memory_bytes = 0;  // CUDA context, NCCL buffers, workspaces, allocator slack
 
   bool operator==(const GpuSpec&) const = default;
@@ -106,6 +109,10 @@ struct GpuSpec {
   AttentionEfficiencyPoint attention_efficiency(double keys, double head_dim = kAttentionCurveHeadDim) const;
   /// Dense peak at `precision` (ConfigError for fp8 or nvfp4 on a GPU without those tensor cores).
   double peak_tflops(Precision precision) const;
+  /// NCCL's all-to-all inside the NVLink domain: alltoall_nvlink_efficiency, else collective_efficiency.
+  double nvlink_alltoall_efficiency() const {
+    return alltoall_nvlink_efficiency > 0 ? alltoall_nvlink_efficiency : collective_efficiency;
+  }
   /// hbm_bytes - reserved_memory_bytes: what the memory model may fill.
   std::int64_t usable_memory_bytes() const { return hbm_bytes - reserved_memory_bytes; }
 };
