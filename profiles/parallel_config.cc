@@ -727,10 +727,17 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     error("recompute_modules", "ep_overlap_excludes_moe_recompute",
           "overlap_moe_expert_parallel_comm excludes \"moe\" in recompute_modules (Megatron: disable moe in recompute_modules)");
   }
-  // Shared-expert overlap (Megatron's rules for --moe-shared-expert-overlap, transformer_config.py).
-  if (c.moe_shared_expert_overlap && c.moe_token_dispatcher_type == MoeDispatcher::kAllgather) {
+  // Shared-expert overlap (Megatron's rules for --moe-shared-expert-overlap, transformer_config.py): the
+  // dispatcher and the recompute only matter to a model with shared experts; the EP overlap always.
+  const bool shared_experts = m.moe_shared_expert_intermediate_size > 0;
+  if (c.moe_shared_expert_overlap && shared_experts && c.moe_token_dispatcher_type == MoeDispatcher::kAllgather) {
     error("moe_token_dispatcher_type", "shared_expert_overlap_needs_alltoall_or_flex",
           "moe_shared_expert_overlap needs moe_token_dispatcher_type=alltoall or flex, got allgather");
+  }
+  if (c.moe_shared_expert_overlap && shared_experts && c.recomputes_module("shared_experts")) {
+    error("recompute_modules", "shared_expert_overlap_excludes_shared_recompute",
+          "moe_shared_expert_overlap excludes \"shared_experts\" in recompute_modules (Megatron: shared_experts recompute "
+          "cannot work with --moe-shared-expert-overlap)");
   }
   if (c.moe_shared_expert_overlap && c.overlap_moe_expert_parallel_comm) {
     error("moe_shared_expert_overlap", "shared_expert_overlap_excludes_ep_overlap",

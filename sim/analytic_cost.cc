@@ -747,6 +747,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       if (moe) {  // the dispatch, combine, permutes and expert biases run again
         in.ep_comm_ns += fwd.ep_comm_ns;
         in.ep_host_gap_ns += fwd.ep_host_gap_ns;
+        in.ep_hidden_dispatch_ns += fwd.ep_hidden_dispatch_ns;  // the shared experts run beside it again
+        in.ep_hidden_combine_ns += fwd.ep_hidden_combine_ns;
         in.elementwise_ns += permute_ns + bias_f_ns;
         in.expert_ns += fwd.expert_ns;
       }

@@ -62,6 +62,9 @@ cli_test(bad_flags_shared_expert_overlap_allgather 2 ARGS simulate --model deeps
 cli_test(bad_flags_shared_expert_overlap_with_ep_overlap 2 ARGS simulate --model deepseek-v3 --tp 1 --pp 1 --ep 8 --gpus 8
          --moe-token-dispatcher-type alltoall --moe-shared-expert-overlap --overlap-moe-expert-parallel-comm
          REGEX "moe_shared_expert_overlap excludes overlap_moe_expert_parallel_comm")
+cli_test(bad_flags_shared_expert_overlap_with_shared_recompute 2 ARGS simulate --model deepseek-v3 --tp 1 --pp 1 --ep 8 --gpus 8
+         --moe-token-dispatcher-type alltoall --moe-shared-expert-overlap --recompute selective --recompute-modules shared_experts
+         REGEX "moe_shared_expert_overlap excludes \"shared_experts\" in recompute_modules")
 cli_test(bad_flags_pad_without_capacity 2 ARGS simulate --model qwen3-30b-a3b --tp 1 --pp 1 --ep 8 --gpus 8
          --moe-token-dispatcher-type alltoall --moe-pad-expert-input-to-capacity
          REGEX "moe_pad_expert_input_to_capacity needs moe_expert_capacity_factor > 0")

@@ -214,6 +214,36 @@ TEST_F(ParallelRules, SettingsWithoutEffectWarn) {
   EXPECT_THAT(warnings(c), ::testing::Not(HasSubstr("data_parallel_sharding_strategy")));
 }
 
+// --moe-shared-expert-overlap as Megatron's TransformerConfig checks it: the dispatcher and the
+// shared_experts recompute only for a model with shared experts; the 1F1B EP overlap always.
+TEST_F(ParallelRules, SharedExpertOverlapRulesFollowMegatron) {
+  ModelSpec dsv3 = model_preset("deepseek-v3");
+  dsv3.num_layers = 8;
+  dsv3.mtp_num_layers = 0;
+  const ModelSpec qwen = model_preset("qwen3-30b-a3b");  // no shared experts
+  ParallelConfig c;
+  c.tp = 1;
+  c.pp = 1;
+  c.ep = 8;
+  c.world = 8;
+  c.gbs = 8;
+  c.moe_shared_expert_overlap = true;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  EXPECT_TRUE(has_rule(check(c, dsv3, gpu).errors, "moe_token_dispatcher_type", "shared_expert_overlap_needs_alltoall_or_flex"));
+  EXPECT_FALSE(has_rule(check(c, qwen, gpu).errors, "moe_token_dispatcher_type", "shared_expert_overlap_needs_alltoall_or_flex"));
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  EXPECT_TRUE(check(c, dsv3, gpu).ok());
+  c.recompute = Recompute::kSelective;
+  c.recompute_modules = {"shared_experts"};
+  EXPECT_TRUE(has_rule(check(c, dsv3, gpu).errors, "recompute_modules", "shared_expert_overlap_excludes_shared_recompute"));
+  EXPECT_FALSE(has_rule(check(c, qwen, gpu).errors, "recompute_modules", "shared_expert_overlap_excludes_shared_recompute"));
+  c.recompute = Recompute::kNone;
+  c.recompute_modules.clear();
+  c.overlap_moe_expert_parallel_comm = true;
+  EXPECT_TRUE(has_rule(check(c, dsv3, gpu).errors, "moe_shared_expert_overlap", "shared_expert_overlap_excludes_ep_overlap"));
+  EXPECT_TRUE(has_rule(check(c, qwen, gpu).errors, "moe_shared_expert_overlap", "shared_expert_overlap_excludes_ep_overlap"));
+}
+
 // Megatron's default dispatcher all-gathers every token over the EP x ETP group: across nodes that
 // is a warning; inside a node, or with alltoall, it is not.
 TEST_F(ParallelRules, AllgatherDispatcherAcrossNodesWarns) {

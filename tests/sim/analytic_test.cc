@@ -902,7 +902,8 @@ TEST(AnalyticCost, DroplessDispatchWaitsForTheHostOncePerLayerForward) {
 
 // --moe-shared-expert-overlap: the shared experts' FC1 (2/3 of their GEMM time under SwiGLU) beside the
 // dispatch and FC2 beside the combine, in F and again in I, each hiding at most its own transfer; the
-// host wait before the all-to-all stays exposed, and nothing else moves.
+// host wait before the all-to-all stays exposed, and nothing else moves. A recomputed MoE forward (selective
+// "moe", or full) runs them beside its transfers again.
 TEST(AnalyticCost, SharedExpertsHideTheDispatchAndCombineBesideThemByHand) {
   // DeepSeek-V3's shape cut to one dense and two MoE layers, no MTP.
   ModelSpec m = model_preset("deepseek-v3");
@@ -910,38 +911,49 @@ TEST(AnalyticCost, SharedExpertsHideTheDispatchAndCombineBesideThemByHand) {
   m.num_dense_layers = 1;
   m.mtp_num_layers = 0;
   ASSERT_GT(m.moe_shared_expert_intermediate_size, 0);
-  ParallelConfig c = layout(m, 1, 1, 16, 1, 16, 4096);
-  c.ep = 16;
-  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
   const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
   const GpuSpec gpu = gpu_preset("h100-sxm");
-  const sim::StageCost before = sim::AnalyticCost(m, gpu, c, shape).stage(0);
-  c.moe_shared_expert_overlap = true;
-  const sim::StageCost after = sim::AnalyticCost(m, gpu, c, shape).stage(0);
-  // The shared expert's two BF16 GEMMs, as gemm_ns times them.
-  const LayerFlops lf = layer_forward_flops(m, 1, 1, 4096, 1, 1);
-  const double per_token = m.moe_router_topk * m.moe_ffn_hidden_size + m.moe_shared_expert_intermediate_size;
-  const double shared_flops = lf.mlp * m.moe_shared_expert_intermediate_size / per_token;
-  const double shared_ns = shared_flops / (gpu.peak_bf16_tflops * 1e3 * gpu.sustained_compute_ratio * gpu.gemm_efficiency(shared_flops / 2));
-  const double transfer = before.i.ep_comm_ns / 4;  // per MoE layer, one dispatch or one combine
-  const double dispatch_hidden = 2 * std::min(transfer, shared_ns * 2 / 3), combine_hidden = 2 * std::min(transfer, shared_ns / 3);
-  ASSERT_GT(dispatch_hidden, 0);
-  for (const auto& [b, a] : {std::pair{&before.f, &after.f}, std::pair{&before.i, &after.i}}) {
-    EXPECT_NEAR(a->ep_hidden_dispatch_ns, dispatch_hidden, 1e-6 * dispatch_hidden);
-    EXPECT_NEAR(a->ep_hidden_combine_ns, combine_hidden, 1e-6 * combine_hidden);
-    EXPECT_EQ(a->ep_comm_ns, b->ep_comm_ns);  // the transfer itself is unchanged
-    EXPECT_NEAR(b->total_ns() - a->total_ns(), dispatch_hidden + combine_hidden, 1e-6 * b->total_ns());
+  // EP16 across two nodes: each transfer outlasts the shared GEMMs. EP8 in one node with 8x the shared
+  // width: the GEMMs outlast it, so the transfer caps what they hide.
+  for (const auto& [ep, widen] : {std::pair{16, 1}, std::pair{8, 8}}) {
+    ModelSpec mm = m;
+    mm.moe_shared_expert_intermediate_size *= widen;
+    ParallelConfig c = layout(mm, 1, 1, ep, 1, ep, 4096);
+    c.ep = ep;
+    c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+    const sim::StageCost before = sim::AnalyticCost(mm, gpu, c, shape).stage(0);
+    c.moe_shared_expert_overlap = true;
+    const sim::StageCost after = sim::AnalyticCost(mm, gpu, c, shape).stage(0);
+    // The shared expert's two BF16 GEMMs, as gemm_ns times them.
+    const LayerFlops lf = layer_forward_flops(mm, 1, 1, 4096, 1, 1);
+    const double per_token = mm.moe_router_topk * mm.moe_ffn_hidden_size + mm.moe_shared_expert_intermediate_size;
+    const double shared_flops = lf.mlp * mm.moe_shared_expert_intermediate_size / per_token;
+    const double shared_ns =
+        shared_flops / (gpu.peak_bf16_tflops * 1e3 * gpu.sustained_compute_ratio * gpu.gemm_efficiency(shared_flops / 2));
+    const double transfer = before.i.ep_comm_ns / 4;  // per MoE layer, one dispatch or one combine
+    const double dispatch_hidden = 2 * std::min(transfer, shared_ns * 2 / 3), combine_hidden = 2 * std::min(transfer, shared_ns / 3);
+    if (widen > 1) {
+      ASSERT_GT(shared_ns / 3, transfer) << "the transfer must cap both halves";
+    } else {
+      ASSERT_LT(shared_ns * 2 / 3, transfer) << "the GEMMs must cap both halves";
+    }
+    for (const auto& [b, a] : {std::pair{&before.f, &after.f}, std::pair{&before.i, &after.i}}) {
+      EXPECT_NEAR(a->ep_hidden_dispatch_ns, dispatch_hidden, 1e-6 * dispatch_hidden) << "ep" << ep;
+      EXPECT_NEAR(a->ep_hidden_combine_ns, combine_hidden, 1e-6 * combine_hidden) << "ep" << ep;
+      EXPECT_EQ(a->ep_comm_ns, b->ep_comm_ns);  // the transfer itself is unchanged
+      EXPECT_NEAR(b->total_ns() - a->total_ns(), dispatch_hidden + combine_hidden, 1e-6 * b->total_ns()) << "ep" << ep;
+    }
+    EXPECT_GT(after.f.ep_host_gap_ns, 0);
+    EXPECT_GE(after.f.ep_exposed_ns(), after.f.ep_host_gap_ns);
+    // Recomputed forwards hide their transfers again: I holds two rounds.
+    for (const Recompute r : {Recompute::kSelective, Recompute::kFull}) {
+      c.recompute = r;
+      c.recompute_modules = {"moe"};
+      const sim::StageCost recomputing = sim::AnalyticCost(mm, gpu, c, shape).stage(0);
+      EXPECT_NEAR(recomputing.i.ep_hidden_dispatch_ns, 2 * dispatch_hidden, 1e-6 * dispatch_hidden) << to_string(r);
+      EXPECT_NEAR(recomputing.i.ep_hidden_combine_ns, 2 * combine_hidden, 1e-6 * combine_hidden) << to_string(r);
+    }
   }
-  EXPECT_GT(after.f.ep_host_gap_ns, 0);
-  EXPECT_GE(after.f.ep_exposed_ns(), after.f.ep_host_gap_ns);
-  // A model without shared experts has nothing to run beside the transfers.
-  const ModelSpec q = model_preset("qwen3-30b-a3b");
-  ParallelConfig qc = layout(q, 1, 1, 8, 1, 8, 4096);
-  qc.ep = 8;
-  qc.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
-  const double plain = sim::AnalyticCost(q, gpu, qc, shape).stage(0).f.total_ns();
-  qc.moe_shared_expert_overlap = true;
-  EXPECT_EQ(sim::AnalyticCost(q, gpu, qc, shape).stage(0).f.total_ns(), plain);
 }
 
 // FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
