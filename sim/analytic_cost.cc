@@ -909,11 +909,12 @@ std::vector<Phase> AnalyticCost::phases(int, const Action& a) const {
     default: return out;
   }
   if (p.expert_ns <= 0 && p.ep_comm_ns <= 0) return out;
-  // Not overlapped: each transfer is exposed whole. The backward meets combine before dispatch.
+  // Not an F&B unit: each transfer is exposed, less what shared experts beside it hide (below). The
+  // backward meets combine before dispatch.
   const double half = (p.ep_comm_ns - p.ep_host_gap_ns) / 2, attention = p.compute_ns() - p.host_wait_ns - p.expert_ns;
   const double other = p.tp_comm_ns + p.cp_comm_ns + p.dp_comm_ns;
-  // The shared experts beside a transfer (--moe-shared-expert-overlap) leave only its exposed part here; the
-  // rest runs under the experts' phase.
+  // With --moe-shared-expert-overlap a transfer's phase is only its exposed part; the rest runs under the
+  // experts' phase, beside the shared experts.
   const double dispatch = half + p.ep_host_gap_ns, dispatch_exposed = dispatch - p.ep_hidden_dispatch_ns,
                combine_exposed = half - p.ep_hidden_combine_ns;
   if (a.op == Op::F) {
