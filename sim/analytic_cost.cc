@@ -455,6 +455,8 @@ AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
     const double all_reduce_ns = collective_ns(2 * full * ring, 2 * (c.tp - 1), link);
     out.forward = (moe ? 1 + shared : 2) * all_reduce_ns;
     out.backward = beside_wgrad(qkv_ns, all_reduce_ns) + (moe ? shared * all_reduce_ns : beside_wgrad(fc1_ns, all_reduce_ns));
+    out.shared_f_combine = shared * all_reduce_ns;  // FC2's output
+    out.shared_i_dispatch = shared * all_reduce_ns;  // FC1's input gradient
   } else {
     const double scatter_ns = collective_ns(full * ring, c.tp - 1, link);
     // FP8 or NVFP4: the all-gathers move the quantized inputs (TE gathers FP8 and NVFP4 tensors in
@@ -467,6 +469,13 @@ AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
     // userbuffers' bulk overlap.
     const double column_backward_ns = bulk_overlap_exposed_ns(qkv_ns, gather_ns) + beside_wgrad(qkv_ns, scatter_ns) +
                                       (moe ? shared * (gather_ns + scatter_ns) : bulk_overlap_exposed_ns(fc1_ns, gather_ns) + beside_wgrad(fc1_ns, scatter_ns));
+    // The shared experts' (not overlapped with their GEMMs in either branch below): F gathers FC1's input
+    // and reduce-scatters FC2's output; I gathers FC2's output gradient, then re-gathers FC1's input and
+    // reduce-scatters its input gradient.
+    out.shared_f_dispatch = shared * gather_ns;
+    out.shared_f_combine = shared * scatter_ns;
+    out.shared_i_combine = shared * gather_ns;
+    out.shared_i_dispatch = shared * (gather_ns + scatter_ns);
     if (!c.tp_comm_overlap) {
       out.forward = (moe ? 1 + shared : 2) * (gather_ns + scatter_ns);
       out.backward = (moe ? 1 + shared : 2) * gather_ns + column_backward_ns;
@@ -501,6 +510,8 @@ AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
       const double amax_ns = collective_ns(2 * kFp32Bytes * ring, 2 * (c.tp - 1), link);
       out.forward += (moe ? 1 + shared : 2) * amax_ns;
       out.backward += (moe ? 1 + shared : 2) * amax_ns;
+      out.shared_f_dispatch += shared * amax_ns;  // FC1's input
+      out.shared_i_combine += shared * amax_ns;   // FC2's output gradient
     }
   }
   return out;
@@ -622,17 +633,18 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   }
   // --moe-shared-expert-overlap: the shared experts run on a stream of their own, FC1 and its activation
   // launched right after the dispatch's all-to-all and FC2 after the combine's (Megatron
-  // token_dispatcher.py), so each hides up to its own GEMM time of that transfer; the backward runs their
+  // token_dispatcher.py), each with its TP collectives (pre_forward_comm, post_forward_comm in
+  // shared_experts.py), so each side hides up to its own time of that transfer; the backward runs their
   // gradients beside the same transfers. The host wait comes before the all-to-all: nothing hides it.
-  SharedBeside shared_beside;
+  SharedBeside shared_f, shared_i;
   if (moe && c.moe_shared_expert_overlap && m.moe_shared_expert_intermediate_size > 0) {
     const double shared_ns = linear_ns(lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp, 2, quantized);
-    const double fc1_share = m.swiglu ? 2.0 / 3 : 0.5;  // FC1 is gate + up under SwiGLU
-    shared_beside.dispatch_ns = std::min(dispatch.comm_ns, fc1_share * shared_ns);
-    shared_beside.combine_ns = std::min(dispatch.comm_ns, (1 - fc1_share) * shared_ns);
+    const double fc1_ns = (m.swiglu ? 2.0 / 3 : 0.5) * shared_ns, fc2_ns = shared_ns - fc1_ns;  // FC1 is gate + up under SwiGLU
+    shared_f = {std::min(dispatch.comm_ns, fc1_ns + tp.shared_f_dispatch), std::min(dispatch.comm_ns, fc2_ns + tp.shared_f_combine)};
+    shared_i = {std::min(dispatch.comm_ns, fc1_ns + tp.shared_i_dispatch), std::min(dispatch.comm_ns, fc2_ns + tp.shared_i_combine)};
   }
-  fwd.ep_hidden_dispatch_ns = shared_beside.dispatch_ns;
-  fwd.ep_hidden_combine_ns = shared_beside.combine_ns;
+  fwd.ep_hidden_dispatch_ns = shared_f.dispatch_ns;
+  fwd.ep_hidden_combine_ns = shared_f.combine_ns;
   // CP (TE's cp_comm_type): p2p passes each rank's K/V chunk around the ring, exposed only beyond the
   // attention kernel (I: K/V and dK/V, twice the bytes, beside the backward kernel); all_gather gathers all K/V first, not overlapped
   // (I: gathered again and dK/V reduce-scattered); a2a (Ulysses) trades sequence for heads with four
@@ -717,8 +729,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   in.tp_comm_ns = tp_backward_ns;
   in.tp_comm_hidden_by_wgrad_ns = tp.hidden_by_wgrad;
   in.ep_comm_ns = 2 * dispatch.comm_ns;  // the backward reuses the forward's counts: no wait
-  in.ep_hidden_dispatch_ns = shared_beside.dispatch_ns;
-  in.ep_hidden_combine_ns = shared_beside.combine_ns;
+  in.ep_hidden_dispatch_ns = shared_i.dispatch_ns;
+  in.ep_hidden_combine_ns = shared_i.combine_ns;
   in.cp_comm_ns = cp_backward_ns;
   in.flops = lf.input_grad();
   if (moe) in.expert_ns = mlp_ns + act_back_ns + permute_ns + bias_i_ns;

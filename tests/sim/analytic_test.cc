@@ -956,6 +956,38 @@ TEST(AnalyticCost, SharedExpertsHideTheDispatchAndCombineBesideThemByHand) {
   }
 }
 
+// Under TP (sequence parallel), the shared experts' collectives go to their stream too: F gathers FC1's
+// input beside the dispatch and reduce-scatters FC2's output beside the combine; I re-gathers FC1's input
+// and reduce-scatters its gradient beside the dispatch, and gathers FC2's output gradient beside the combine.
+TEST(AnalyticCost, SharedExpertsTakeTheirTpCollectivesBesideTheTransfers) {
+  ModelSpec m = model_preset("deepseek-v3");
+  m.num_layers = 3;
+  m.num_dense_layers = 1;
+  m.mtp_num_layers = 0;
+  ParallelConfig c = layout(m, 2, 1, 16, 1, 16, 4096);
+  c.ep = 16;
+  c.etp = 1;
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  c.moe_shared_expert_overlap = true;
+  const PipelineShape shape = make_schedule("1f1b", {1, 1, 1, 0}).shape;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  const sim::StageCost s = sim::AnalyticCost(m, gpu, c, shape).stage(0);
+  // One BF16 gather or reduce-scatter of a layer's hidden states over TP2 inside a node.
+  const double bytes = 4096.0 * m.hidden_size * 2;
+  const double collective = gpu.nvlink_latency_ns + bytes / 2 / (gpu.nvlink_bandwidth_gbps * gpu.collective_efficiency);
+  const LayerFlops lf = layer_forward_flops(m, 1, 1, 4096, 2, 1);
+  const double per_token = m.moe_router_topk * m.moe_ffn_hidden_size + m.moe_shared_expert_intermediate_size;
+  const double shared_flops = lf.mlp * m.moe_shared_expert_intermediate_size / per_token;
+  const double shared_ns =
+      shared_flops / (gpu.peak_bf16_tflops * 1e3 * gpu.sustained_compute_ratio * gpu.gemm_efficiency(shared_flops / 2));
+  ASSERT_LT(shared_ns + 2 * collective, s.f.ep_comm_ns / 4) << "no transfer may cap this case";
+  // Two MoE layers.
+  EXPECT_NEAR(s.f.ep_hidden_dispatch_ns, 2 * (shared_ns * 2 / 3 + collective), 1e-6 * s.f.ep_hidden_dispatch_ns);
+  EXPECT_NEAR(s.f.ep_hidden_combine_ns, 2 * (shared_ns / 3 + collective), 1e-6 * s.f.ep_hidden_combine_ns);
+  EXPECT_NEAR(s.i.ep_hidden_dispatch_ns, 2 * (shared_ns * 2 / 3 + 2 * collective), 1e-6 * s.i.ep_hidden_dispatch_ns);
+  EXPECT_NEAR(s.i.ep_hidden_combine_ns, 2 * (shared_ns / 3 + collective), 1e-6 * s.i.ep_hidden_combine_ns);
+}
+
 // FP8 (delayed scaling, tp = 4), one layer's forward by hand: the all-gathers move the 1-byte row-wise
 // copy into 4 ring-exchange chunk GEMMs; the reduce-scatters ring-exchange too (Megatron-Bridge's FP8
 // configs), on all but 1 SM, then sum the 4 partial BF16 chunks (read 4 + write 1 chunk of HBM).

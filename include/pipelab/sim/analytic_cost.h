@@ -182,6 +182,10 @@ class AnalyticCost final : public CostModel {
   struct TpCommNs {
     double forward = 0, backward = 0;
     double hidden_by_wgrad = 0;  // of the backward's collectives, what the wgrad GEMMs hide (not in backward)
+    // Of forward and backward, a MoE layer's shared experts' collectives, by the transfer they sit beside
+    // under --moe-shared-expert-overlap: F's before FC1 (dispatch) and after FC2 (combine); I's around FC1's
+    // gradient (dispatch) and before FC2's (combine).
+    double shared_f_dispatch = 0, shared_f_combine = 0, shared_i_dispatch = 0, shared_i_combine = 0;
   };
   TpCommNs tp_comm_ns(int layer) const;
   /// A BF16 GEMM (router, LM head).
