@@ -221,12 +221,9 @@ TEST_F(ParallelRules, SharedExpertOverlapRulesFollowMegatron) {
   dsv3.num_layers = 8;
   dsv3.mtp_num_layers = 0;
   const ModelSpec qwen = model_preset("qwen3-30b-a3b");  // no shared experts
-  ParallelConfig c;
-  c.tp = 1;
-  c.pp = 1;
-  c.ep = 8;
-  c.world = 8;
-  c.gbs = 8;
+  ParallelConfig c;  // one node, EP 8
+  c.tp = c.pp = 1;
+  c.ep = c.world = c.gbs = 8;
   c.moe_shared_expert_overlap = true;
   const GpuSpec gpu = gpu_preset("h100-sxm");
   EXPECT_TRUE(has_rule(check(c, dsv3, gpu).errors, "moe_token_dispatcher_type", "shared_expert_overlap_needs_alltoall_or_flex"));
