@@ -560,6 +560,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // for it at the combine. Shared experts are not routed.
   const double expert_skew = g.mlp_load(layer);
   const double mlp_ns = linear_ns(lf.mlp, 2 * local_experts, quantized) * expert_skew + gemm_ns(lf.router, 1);
+  // Of the MLP, the shared experts' FLOPs and their two GEMMs on their own (0 without shared experts).
+  const double shared_flops = moe ? lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp : 0;
+  const double shared_ns = linear_ns(shared_flops, 2, quantized);
   PassCost fwd;
   fwd.gemm_ns = qkv_ns + out_ns + mlp_ns;
   const AttentionNs attention = attention_ns(layer, lf.attention_core);
@@ -637,9 +640,8 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
   // shared_experts.py), so each side hides up to its own time of that transfer; the backward runs their
   // gradients beside the same transfers. The host wait comes before the all-to-all: nothing hides it.
   SharedBeside shared_f, shared_i;
-  if (moe && c.moe_shared_expert_overlap && m.moe_shared_expert_intermediate_size > 0) {
-    const double shared_ns = linear_ns(lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp, 2, quantized);
-    const double fc1_ns = (m.swiglu ? 2.0 / 3 : 0.5) * shared_ns, fc2_ns = shared_ns - fc1_ns;  // FC1 is gate + up under SwiGLU
+  if (c.moe_shared_expert_overlap && shared_ns > 0) {
+    const double fc1_ns = shared_ns * w.mlp_up / (w.mlp_up + w.mlp), fc2_ns = shared_ns - fc1_ns;  // FC1: gate + up under SwiGLU
     shared_f = {std::min(dispatch.comm_ns, fc1_ns + tp.shared_f_dispatch), std::min(dispatch.comm_ns, fc2_ns + tp.shared_f_combine)};
     shared_i = {std::min(dispatch.comm_ns, fc1_ns + tp.shared_i_dispatch), std::min(dispatch.comm_ns, fc2_ns + tp.shared_i_combine)};
   }
@@ -769,10 +771,9 @@ PassCost AnalyticCost::layer_pass(int layer, Pass pass, bool full_recompute) con
       in.elementwise_ns += act_ns;
       in.expert_ns += act_ns;
     }
-    if (c.recomputes_module("shared_experts") && moe && m.moe_shared_expert_intermediate_size > 0) {
-      const double shared = lf.mlp * m.moe_shared_expert_intermediate_size / w.mlp;
-      in.gemm_ns += linear_ns(shared, 2, quantized);
-      in.flops += shared;
+    if (c.recomputes_module("shared_experts") && shared_flops > 0) {
+      in.gemm_ns += shared_ns;
+      in.flops += shared_flops;
     }
   }
   in.dp_comm_ns = std::max(0.0, fsdp_gather_ns - in.compute_ns());
