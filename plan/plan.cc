@@ -120,7 +120,7 @@ class SharedCost final : public sim::CostModel {
   std::int64_t reduce_grad_ns(int rank, int stage) const override { return cost_->reduce_grad_ns(rank, stage); }
   std::int64_t reduce_grad_tail_ns(int rank, int stage) const override { return cost_->reduce_grad_tail_ns(rank, stage); }
   std::int64_t reduce_grad_tail_bytes(int stage) const override { return cost_->reduce_grad_tail_bytes(stage); }
-  double dp_collective_sm_share() const override { return cost_->dp_collective_sm_share(); }
+  double dp_collective_compute_loss() const override { return cost_->dp_collective_compute_loss(); }
   sim::InActionComm in_action_comm(int rank, const Action& a) const override { return cost_->in_action_comm(rank, a); }
   std::int64_t optimizer_step_ns(double params) const override { return cost_->optimizer_step_ns(params); }
   sim::ParamGather param_gather(int rank, int stage) const override { return cost_->param_gather(rank, stage); }

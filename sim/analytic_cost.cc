@@ -16,6 +16,7 @@
 #include "pipelab/sim/expert_bias.h"
 #include "pipelab/sim/host_launches.h"
 #include "pipelab/sim/moe_dispatch.h"
+#include "pipelab/sim/sm_carve_out.h"
 #include "pipelab/sim/stage_layers.h"
 #include "pipelab/sim/unfused_attention.h"
 
@@ -337,9 +338,7 @@ AnalyticCost::AnalyticCost(std::shared_ptr<const LayerGeometry> geometry, const 
     totals_.push_back(std::move(t));
   }
   boundary_bytes_ = static_cast<std::int64_t>(g.hidden_state_bytes());
-  if (g.model().num_experts > 0 && gpu.sm_count > 0) {
-    ep_sm_share_ = std::min(1.0, moe_dispatch_cost(g.model(), cfg, gpu, 0).comm_sms / static_cast<double>(gpu.sm_count));
-  }
+  if (g.model().num_experts > 0) ep_compute_loss_ = sm_carve_out_loss(moe_dispatch_cost(g.model(), cfg, gpu, 0).comm_sms, gpu.sm_count);
 }
 
 AnalyticCost::AnalyticCost(const ModelSpec& model, const GpuSpec& gpu, const ParallelConfig& config, const PipelineShape& shape)
@@ -400,7 +399,7 @@ double AnalyticCost::linear_ns(double flops, double calls, bool quantized) const
 double AnalyticCost::split_overlap_exposed_ns(double flops, bool quantized, int chunks, double transfer_ns,
                                               double tail_ns, double math_share) const {
   // TE comm_gemm_overlap.cpp (split_overlap_ag, split_overlap_rs): the GEMM runs as `chunks` GEMMs
-  // of 1/chunks the rows each, on `math_share` of the SMs; each chunk's transfer runs beside the next
+  // of 1/chunks the rows each, at `math_share` of its speed; each chunk's transfer runs beside the next
   // chunk's GEMM, and what follows the last one (the reduce of a ring-exchange reduce-scatter, the
   // last chunk of a pipelined one) is exposed. Each extra GEMM launch is charged too.
   const double whole = linear_ns(flops, 1, quantized);
@@ -412,8 +411,8 @@ double AnalyticCost::split_overlap_exposed_ns(double flops, bool quantized, int 
 double AnalyticCost::bulk_overlap_exposed_ns(double gemm_ns, double comm_ns) const {
   // TE CommOverlapBase::bulk_overlap: the whole collective beside the GEMM, which the communication
   // kernels' SMs slow while they run.
-  const double share = gpu_.sm_count > 0 ? kTpOverlapBulkSms / gpu_.sm_count : 0;
-  return std::max(comm_ns, gemm_ns + share * comm_ns) - gemm_ns;
+  const double loss = sm_carve_out_loss(kTpOverlapBulkSms, gpu_.sm_count);
+  return std::max(comm_ns, gemm_ns + loss * comm_ns) - gemm_ns;
 }
 
 // TP, one layer's F and I: 2 all-reduces, or with SP 2 all-gathers + 2 reduce-scatters, of the full
@@ -485,8 +484,8 @@ AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
       // SMs); the first chunk is local. Quantized layers ring-exchange the out-proj and FC2
       // reduce-scatters too, with a 1-SM margin and a reduce of the tp partial chunks after
       // (Bridge's userbuffers_fp8_* configs); BF16 layers pipeline them (TE's default).
-      // The share of the SMs a GEMM runs on beside kernels holding `held` of them (0 SMs: unknown, all).
-      const auto math_share = [&](double held) { return gpu_.sm_count > held ? 1 - held / gpu_.sm_count : 1.0; };
+      // The share of its speed a GEMM keeps beside kernels holding `held` SMs (0 SMs: unknown, all).
+      const auto math_share = [&](double held) { return 1 - sm_carve_out_loss(held, gpu_.sm_count); };
       const double partials_ns = memory_ns(full * (c.tp + 1) / c.tp);
       const auto ring_gather = [&](double flops) {
         return split_overlap_exposed_ns(flops, quantized, c.tp, gather_ns / (c.tp - 1), 0, 1);
@@ -846,14 +845,14 @@ std::array<AnalyticCost::PairedPhase, 4> AnalyticCost::paired_phases(int f_stage
                                   {"B experts | F dispatch"},
                                   {"F experts | B dispatch"},
                                   {"B attention & dense | F combine"}}};
-  // While the EP kernels run they hold a share of the GPU's SMs, so the compute beside them runs at
-  // (1 - share): C + share x E when the compute outlasts the transfer E, else E itself. Of E, `idle`
-  // is the GPU waiting for the host, when no EP kernel holds SMs.
+  // While the EP kernels run they hold some of the GPU's SMs, so the compute beside them runs at
+  // (1 - loss) of its speed (sm_carve_out.h): C + loss x E when the compute outlasts the transfer E, else
+  // E itself. Of E, `idle` is the GPU waiting for the host, when no EP kernel holds SMs.
   const auto add = [&](int phase, double compute, double transfer, double idle, int times) {
     PairedPhase& p = out[static_cast<std::size_t>(phase)];
     p.compute_ns += times * compute;
     p.transfer_ns += times * transfer;
-    p.ns += times * std::max(transfer, compute + ep_sm_share_ * (transfer - idle));
+    p.ns += times * std::max(transfer, compute + ep_compute_loss_ * (transfer - idle));
   };
   // One layer of F beside one of B (either may be absent: a zero half). Dispatch and combine move the
   // same bytes; F's dispatch also holds the host gap after its wait (B has none: F&B units exclude a
@@ -1039,7 +1038,7 @@ double AnalyticCost::bucket_params() const {
   return std::max({40e6, 1e6 * c.dp * c.cp, embedding_params});
 }
 
-double AnalyticCost::dp_collective_sm_share() const { return gpu_.sm_count > 0 ? kTpOverlapBulkSms / gpu_.sm_count : 0; }
+double AnalyticCost::dp_collective_compute_loss() const { return sm_carve_out_loss(kTpOverlapBulkSms, gpu_.sm_count); }
 
 double AnalyticCost::reduce_grad_parts(int stage, bool tail) const {
   const ParallelConfig& c = geometry_->config();

@@ -58,7 +58,7 @@ class Engine {
   Engine(const Schedule& s, const CostModel& cost, const SimOptions& options)
       : s_(s),
         cost_(cost),
-        dp_sm_share_(std::clamp(cost.dp_collective_sm_share(), 0.0, 1.0)),
+        dp_compute_loss_(std::clamp(cost.dp_collective_compute_loss(), 0.0, 1.0)),
         options_(options),
         index_(s.shape),
         signalled_(index_.size(), 0),
@@ -213,7 +213,7 @@ class Engine {
       // A data-parallel collective running beside it holds some SMs: the action is slowed by that
       // share of the overlap (not a forward paced by its parameters' gather: its compute has slack).
       if (st.dp_link_free > now_ && !gather_bound) {
-        duration += static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(std::min(duration, st.dp_link_free - now_)));
+        duration += static_cast<std::int64_t>(dp_compute_loss_ * static_cast<double>(std::min(duration, st.dp_link_free - now_)));
       }
       const std::int64_t end = checked_end(now_, duration, r, a);
       record(r, TimelineEvent{a, Stream::Compute, now_, end, 0, cost_.flops(a)});
@@ -256,7 +256,7 @@ class Engine {
     const std::int64_t start = std::max(st.last_compute_start, st.dp_link_free);
     const std::int64_t body_end = checked_end(start, body, r, a);
     const std::int64_t beside_pass = std::clamp<std::int64_t>(now_ - start, 0, body);
-    const std::int64_t pass_end = checked_end(now_, static_cast<std::int64_t>(dp_sm_share_ * static_cast<double>(beside_pass)), r, a);
+    const std::int64_t pass_end = checked_end(now_, static_cast<std::int64_t>(dp_compute_loss_ * static_cast<double>(beside_pass)), r, a);
     st.compute_ready_at = std::max(st.compute_ready_at, pass_end);
     if (pass_end > now_ && options_.record_timeline) {
       // The pass's event ends where it really ended; its sends and this rank's later compute wait for
@@ -548,7 +548,7 @@ class Engine {
 
   const Schedule& s_;
   const CostModel& cost_;
-  const double dp_sm_share_;  // CostModel::dp_collective_sm_share
+  const double dp_compute_loss_;  // CostModel::dp_collective_compute_loss
   const SimOptions& options_;
   SignalIndex index_;
   std::vector<char> signalled_;  // per signal: it holds (a byte, not a time: nothing reads when)

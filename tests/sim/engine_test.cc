@@ -293,7 +293,7 @@ class BucketedReduceCost : public sim::UniformCost {
   BucketedReduceCost(std::int64_t whole, std::int64_t tail) : sim::UniformCost(sim::UniformTimes{}), whole_(whole), tail_(tail) {}
   std::int64_t reduce_grad_ns(int, int) const override { return whole_; }
   std::int64_t reduce_grad_tail_ns(int, int) const override { return tail_; }
-  double dp_collective_sm_share() const override { return 0.1; }
+  double dp_collective_compute_loss() const override { return 0.1; }
 
  private:
   std::int64_t whole_, tail_;
@@ -450,7 +450,7 @@ TEST(Engine, EveryIterationGathersAgain) {
 class SharedSmGatherCost : public GatherCost {
  public:
   explicit SharedSmGatherCost(std::int64_t ns) : GatherCost(ns, 4, false) {}
-  double dp_collective_sm_share() const override { return 0.1; }
+  double dp_collective_compute_loss() const override { return 0.1; }
 };
 
 TEST(Engine, AForwardBesideItsGatherIsSlowedOnlyWhenItsComputeBindsByHand) {

@@ -97,8 +97,8 @@ class AnalyticCost final : public CostModel {
   /// last bucket's reduction (and a gather not overlapped), and its bytes; elsewhere all of it.
   std::int64_t reduce_grad_tail_ns(int rank, int stage) const override;
   std::int64_t reduce_grad_tail_bytes(int stage) const override;
-  /// NCCL's kernels taken as TE userbuffers' 16 SMs (as for the bulk TP overlap) over sm_count.
-  double dp_collective_sm_share() const override;
+  /// NCCL's kernels taken as holding TE userbuffers' 16 SMs (as for the bulk TP overlap; sm_carve_out.h).
+  double dp_collective_compute_loss() const override;
   /// F, B, I, W: the pass's TP, EP, exposed CP and FSDP time; an F&B unit: both halves' TP, CP and
   /// FSDP, and as EP whatever else overlap_ns adds to the halves' compute (the EP it cannot hide).
   InActionComm in_action_comm(int rank, const Action& a) const override;
@@ -197,7 +197,7 @@ class AnalyticCost final : public CostModel {
   double linear_ns(double flops, double calls, bool quantized) const;
   double memory_ns(double bytes) const;
   /// TP communication overlap (TE userbuffers), what a collective paired with a linear layer's GEMM of
-  /// `flops` adds to the GEMM alone: split into `chunks` chunk GEMMs on `math_share` of the SMs, with a
+  /// `flops` adds to the GEMM alone: split into `chunks` chunk GEMMs at `math_share` of its speed, with a
   /// transfer of `transfer_ns` beside each chunk after the first and `tail_ns` exposed at the end.
   double split_overlap_exposed_ns(double flops, bool quantized, int chunks, double transfer_ns, double tail_ns,
                                   double math_share) const;
@@ -245,7 +245,7 @@ class AnalyticCost final : public CostModel {
   double quantize_bytes_ = 0;         // HBM bytes per element of an unfused quantization
   double quantize_fused_bytes_ = 0;   // the same after TE's norm (fused into it, or with its amax, by recipe)
   double sp_gather_bytes_ = 0;        // bytes per element an SP all-gather of a quantized input moves
-  double ep_sm_share_ = 0;         // share of the SMs the EP dispatch kernels hold (flex dispatcher)
+  double ep_compute_loss_ = 0;       // share of its speed compute loses beside the EP kernels (flex dispatcher; sm_carve_out.h)
 };
 
 }  // namespace pipelab::sim

@@ -65,9 +65,10 @@ class CostModel {
   virtual std::int64_t reduce_grad_tail_ns(int rank, int stage) const { return reduce_grad_ns(rank, stage); }
   /// The bytes of that tail (the timeline's figure for it). Default: all of them.
   virtual std::int64_t reduce_grad_tail_bytes(int stage) const { return reduce_grad_bytes(stage); }
-  /// The share of the SMs a data-parallel collective's kernels hold while they run: compute beside a
-  /// REDUCE_GRAD is slowed by that share of the overlap. 0 for models that do not time it.
-  virtual double dp_collective_sm_share() const { return 0; }
+  /// The share of its speed compute loses while a data-parallel collective's kernels run beside it
+  /// (the SMs they hold, sm_carve_out.h): compute beside a REDUCE_GRAD is slowed by that share of the
+  /// overlap. 0 for models that do not time it.
+  virtual double dp_collective_compute_loss() const { return 0; }
   /// The exposed communication inside compute action `a` on `rank`, by kind. Zero for models that
   /// do not split an action's time (uniform, profiled).
   virtual InActionComm in_action_comm(int /*rank*/, const Action& /*a*/) const { return {}; }
