@@ -38,6 +38,8 @@ struct PlanOptions {
   std::string json_out, report_out;
   bool allow_cross_node_tp = false;
   std::string moe_dispatcher = "alltoall";
+  std::optional<std::string> moe_flex_backend;
+  bool overlap_moe_expert_parallel_comm = false, delay_wgrad_compute = false, moe_shared_expert_overlap = false;
   std::string cuda_graph_impl = "none";
   std::vector<std::string> cuda_graph_modules;
   int threads = 0;
@@ -66,6 +68,15 @@ plan::PlanRequest make_plan_request(const PlanOptions& o) {
   r.memory_headroom_bytes = static_cast<std::int64_t>(o.memory_headroom_gib * 1024.0 * 1024.0 * 1024.0);
   r.allow_cross_node_tp = o.allow_cross_node_tp;
   r.moe_dispatcher = parse_moe_dispatcher(o.moe_dispatcher);
+  if (o.moe_flex_backend) {
+    if (r.moe_dispatcher != MoeDispatcher::kFlex) {
+      throw InputError("--moe-flex-dispatcher-backend applies to --moe-token-dispatcher-type flex, got " + o.moe_dispatcher);
+    }
+    r.moe_flex_dispatcher_backend = *o.moe_flex_backend;
+  }
+  r.overlap_moe_expert_parallel_comm = o.overlap_moe_expert_parallel_comm;
+  r.delay_wgrad_compute = o.delay_wgrad_compute;
+  r.moe_shared_expert_overlap = o.moe_shared_expert_overlap;
   r.cuda_graph_impl = parse_cuda_graph_impl(o.cuda_graph_impl);
   const std::vector<std::string>& names = cuda_graph_module_names();
   for (const std::string& words : o.cuda_graph_modules) {
@@ -147,6 +158,10 @@ reports::PlanResult plan_result(const PlanOptions& o, const plan::PlanRequest& r
                 {"memory_headroom_bytes", r.memory_headroom_bytes},
                 {"allow_cross_node_tp", r.allow_cross_node_tp},
                 {"moe_token_dispatcher_type", std::string(to_string(r.moe_dispatcher))},
+                {"moe_flex_dispatcher_backend", r.moe_flex_dispatcher_backend},
+                {"overlap_moe_expert_parallel_comm", r.overlap_moe_expert_parallel_comm},
+                {"delay_wgrad_compute", r.delay_wgrad_compute},
+                {"moe_shared_expert_overlap", r.moe_shared_expert_overlap},
                 {"cuda_graph_impl", std::string(to_string(r.cuda_graph_impl))},
                 {"cuda_graph_modules", r.cuda_graph_modules},
                 {"mbs", r.mbs},
@@ -208,6 +223,12 @@ void add_plan_command(CLI::App& root, int& exit_code) {
   cmd->add_flag("--allow-cross-node-tp", o->allow_cross_node_tp, "Let TP span more GPUs than one NVLink domain");
   cmd->add_option("--moe-token-dispatcher-type", o->moe_dispatcher, "MoE dispatcher every layout uses: allgather | alltoall | flex")
       ->capture_default_str();
+  cmd->add_option("--moe-flex-dispatcher-backend", o->moe_flex_backend, "With the flex dispatcher: deepep (default) | hybridep")
+      ->check(CLI::IsMember({"deepep", "hybridep"}));
+  cmd->add_flag("--overlap-moe-expert-parallel-comm", o->overlap_moe_expert_parallel_comm,
+                "Megatron's 1F1B EP all-to-all overlap in every layout (interleaved-1f1b, or 1f1b at pp=1; needs ep > 1)");
+  cmd->add_flag("--delay-wgrad-compute", o->delay_wgrad_compute, "Weight gradients after the combine (with the EP overlap) or at the layer's end");
+  cmd->add_flag("--moe-shared-expert-overlap", o->moe_shared_expert_overlap, "Shared experts on their own stream beside the dispatch and combine");
   cmd->add_option("--cuda-graph-impl", o->cuda_graph_impl, "CUDA graphs every layout runs with: none | local | transformer_engine | full_iteration")
       ->capture_default_str();
   cmd->add_option("--cuda-graph-modules,--cuda-graph-scope", o->cuda_graph_modules, "The regions graphed: attn mlp moe moe_router moe_preprocess (none: whole layers)")

@@ -158,6 +158,12 @@ class Search {
     precision.precision = r.precision;
     precision.fp8_recipe = r.fp8_recipe;
     if (const std::optional<ConfigIssue> unsupported = precision_unsupported(precision, r.gpu)) throw InputError(unsupported->message);
+    // MoE communication asked of a model that has none is bad input, not a search where every layout breaks a rule.
+    const auto moe_only = [&](bool asked, const char* flag, bool applies, const char* what) {
+      if (asked && !applies) throw InputError(std::string(flag) + " needs " + what + "; model '" + r.model.name + "' has none");
+    };
+    moe_only(r.overlap_moe_expert_parallel_comm, "--overlap-moe-expert-parallel-comm", r.model.is_moe(), "routed experts");
+    moe_only(r.moe_shared_expert_overlap, "--moe-shared-expert-overlap", r.model.moe_shared_expert_intermediate_size > 0, "shared experts");
     gpu_ = r.gpu;
     gpu_.reserved_memory_bytes += r.memory_headroom_bytes;
     std::vector<std::string> names = r.schedules;
@@ -294,6 +300,10 @@ class Search {
     p.account_for_embedding_in_pipeline_split = c.aware;
     p.account_for_loss_in_pipeline_split = c.aware;
     p.moe_token_dispatcher_type = r_.moe_dispatcher;
+    p.moe_flex_dispatcher_backend = r_.moe_flex_dispatcher_backend;
+    p.overlap_moe_expert_parallel_comm = r_.overlap_moe_expert_parallel_comm;
+    p.delay_wgrad_compute = r_.delay_wgrad_compute;
+    p.moe_shared_expert_overlap = r_.moe_shared_expert_overlap;
     p.cuda_graph_impl = r_.cuda_graph_impl;
     p.cuda_graph_modules = r_.cuda_graph_modules;
     return p;
@@ -350,6 +360,13 @@ class Search {
           const auto i = static_cast<std::size_t>(index);
           const Candidate& c = candidates_[i];
           const ShapeEntry& shape = shape_of(c);
+          // Megatron refuses its 1F1B EP overlap in 1f1b at pp > 1 (check() only warns: simulate runs such a
+          // layout without the overlap); asked for, the plan leaves those layouts out. Before the shared
+          // verdict: the rule depends on the schedule.
+          if (r_.overlap_moe_expert_parallel_comm && c.pp > 1 && schedules_[c.schedule]->name == "1f1b") {
+            return exclude(i, "overlap_moe_expert_parallel_comm with pp > 1 needs vp > 1 in Megatron (it merges F and B of "
+                              "adjacent microbatches): 1f1b left out, interleaved-1f1b runs it");
+          }
           // The verdict is a function of the configuration and the stages, not of the schedule: the
           // candidates that differ only in schedule share it (a schedule whose shape is an error is
           // judged on its own, since the shape's error comes after the configuration's rules).

@@ -66,7 +66,11 @@ std::string megatron_lm(const Facts& f) {
     add("--expert-model-parallel-size " + str(c.ep));
     add("--expert-tensor-parallel-size " + str(c.expert_tp()));
     add("--moe-token-dispatcher-type " + std::string(to_string(c.moe_token_dispatcher_type)));
+    if (c.moe_token_dispatcher_type == MoeDispatcher::kFlex) add("--moe-flex-dispatcher-backend " + c.moe_flex_dispatcher_backend);
+    if (c.overlap_moe_expert_parallel_comm) add("--overlap-moe-expert-parallel-comm");
+    if (c.moe_shared_expert_overlap) add("--moe-shared-expert-overlap");
   }
+  if (c.delay_wgrad_compute) add("--delay-wgrad-compute");
   if (c.sequence_parallel_enabled()) add("--sequence-parallel");
   add("--micro-batch-size " + str(c.mbs));
   add("--global-batch-size " + str(c.gbs));
@@ -180,7 +184,11 @@ std::string megatron_bridge(const Facts& f) {
     set("model.expert_model_parallel_size", str(c.ep));
     set("model.expert_tensor_parallel_size", str(c.expert_tp()));
     set("model.moe_token_dispatcher_type", std::string(to_string(c.moe_token_dispatcher_type)));
+    if (c.moe_token_dispatcher_type == MoeDispatcher::kFlex) set("model.moe_flex_dispatcher_backend", c.moe_flex_dispatcher_backend);
+    if (c.overlap_moe_expert_parallel_comm) set("model.overlap_moe_expert_parallel_comm", "true");
+    if (c.moe_shared_expert_overlap) set("model.moe_shared_expert_overlap", "true");
   }
+  if (c.delay_wgrad_compute) set("model.delay_wgrad_compute", "true");
   set("model.sequence_parallel", c.sequence_parallel_enabled() ? "true" : "false");
   if (c.cuda_graph_impl != CudaGraphImpl::kNone) {
     set("model.cuda_graph_impl", std::string(to_string(c.cuda_graph_impl)));
@@ -227,6 +235,18 @@ std::string graphs_note(const ParallelConfig& c, const std::string& tool) {
          " launches these kernels its own way, so the host's launch time differs\n";
 }
 
+// Megatron's MoE communication options the plan simulated, which a framework without them runs its own way.
+std::string moe_comm_note(const ParallelConfig& c, const std::string& tool) {
+  std::vector<std::string> options;
+  if (c.moe_token_dispatcher_type == MoeDispatcher::kFlex) options.push_back("the flex dispatcher (" + c.moe_flex_dispatcher_backend + ")");
+  if (c.overlap_moe_expert_parallel_comm) options.push_back("the 1F1B EP all-to-all overlap");
+  if (c.moe_shared_expert_overlap) options.push_back("the shared experts beside the dispatch");
+  if (options.empty()) return "";
+  std::string list;
+  for (std::size_t i = 0; i < options.size(); ++i) list += (i == 0 ? "" : i + 1 == options.size() ? " and " : ", ") + options[i];
+  return "# note: the plan simulated Megatron's MoE communication: " + list + "; " + tool + " moves the tokens its own way, so its EP time differs\n";
+}
+
 // PyTorch's schedule for this layout, or empty with a note: none of that name, or a multi-stage one
 // (Interleaved1F1B, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV) on one stage per rank,
 // which PyTorch pipelining refuses (torchtitan: "requires at least 2 stages per rank").
@@ -264,6 +284,7 @@ std::string automodel_yaml(const Facts& f) {
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is AutoModel's fp8: block, outside distributed:\n";
   if (c.precision == Precision::kNvfp4) notes += "# note: AutoModel has no NVFP4 training option; run it in BF16 or FP8\n";
   notes += graphs_note(c, "AutoModel");
+  if (f.model.is_moe()) notes += moe_comm_note(c, "AutoModel");
   std::string out = header(f) + notes + "distributed:\n";
   out += std::string("  strategy: ") + (c.fsdp == Fsdp::kMegatron ? "megatron_fsdp" : "fsdp2") + "\n";
   out += "  tp_size: " + str(c.tp) + "\n  cp_size: " + str(c.cp) + "\n  pp_size: " + str(c.pp) + "\n";
@@ -303,6 +324,7 @@ std::string torchtitan(const Facts& f) {
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is torchtitan's [float8] table (converters), outside [parallelism]\n";
   if (c.precision == Precision::kNvfp4) notes += "# note: NVFP4 is outside [parallelism] (torchtitan's quantize converters, MX on Blackwell)\n";
   notes += graphs_note(c, "torchtitan");
+  if (f.model.is_moe()) notes += moe_comm_note(c, "torchtitan");
   std::string out = header(f) + notes + "[parallelism]\n";
   out += "data_parallel_replicate_degree = 1\n";
   out += "data_parallel_shard_degree = " + str(c.dp) + "\n";

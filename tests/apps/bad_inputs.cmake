@@ -178,3 +178,7 @@ cli_test(bad_flags_gpus_0 2 ARGS compare --gpus 0 REGEX "--gpus: Value 0 not in 
 cli_test(bad_flags_seq_0 2 ARGS simulate --seq 0 REGEX "--seq: Value 0 not in range 1 to 1073741824")
 cli_test(bad_flags_microbatches_0 2 ARGS simulate --microbatches 0 REGEX "--microbatches: Value 0 not in range 1 to 1073741824")
 cli_test(bad_flags_plan_seq_0 2 ARGS plan --model llama3-8b --gpus 8 --gbs 32 --seq 0 REGEX "--seq: Value 0 not in range 1 to 1073741824")
+cli_test(bad_flags_plan_backend_without_flex 2 ARGS plan --model qwen3-30b-a3b --gpus 16 --gbs 64 --moe-flex-dispatcher-backend hybridep
+         REGEX "--moe-flex-dispatcher-backend applies to --moe-token-dispatcher-type flex, got alltoall")
+cli_test(bad_flags_plan_ep_overlap_dense 2 ARGS plan --model llama3-8b --gpus 8 --gbs 32 --overlap-moe-expert-parallel-comm
+         REGEX "--overlap-moe-expert-parallel-comm needs routed experts; model 'llama3-8b' has none")

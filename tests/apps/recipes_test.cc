@@ -96,6 +96,13 @@ void expect_megatron(const Parsed& p, const Layout& l, const std::string& what) 
   EXPECT_EQ(got.fsdp, want.fsdp) << what;
   EXPECT_EQ(got.precision, want.precision) << what;
   EXPECT_EQ(got.sequence_parallel_enabled(), want.sequence_parallel_enabled()) << what;
+  EXPECT_EQ(got.delay_wgrad_compute, want.delay_wgrad_compute) << what;
+  if (model_preset(l.model).is_moe()) {
+    EXPECT_EQ(got.moe_token_dispatcher_type, want.moe_token_dispatcher_type) << what;
+    EXPECT_EQ(got.moe_flex_dispatcher_backend, want.moe_flex_dispatcher_backend) << what;
+    EXPECT_EQ(got.overlap_moe_expert_parallel_comm, want.overlap_moe_expert_parallel_comm) << what;
+    EXPECT_EQ(got.moe_shared_expert_overlap, want.moe_shared_expert_overlap) << what;
+  }
   if (megatron_runs(l)) {
     ParallelConfig split = got;
     split.vp = got.vp > 0 ? got.vp : std::max(1, vp_from_layout(got));  // Megatron derives vp from a layout string
@@ -316,6 +323,26 @@ TEST(Recipes, MoeWithFsdpAndASchedulePyTorchHas) {
   ParallelConfig c{.tp = 2, .pp = 8, .vp = 2, .ep = 8, .etp = 1, .world = 256, .gbs = 2048, .seq_length = 4096, .precision = Precision::kFp8};
   c.fsdp = Fsdp::kMegatron;
   check_all(layout("qwen3-235b-a22b", c, "dualpipev"));
+}
+
+// Megatron's MoE communication options leave as its flags and Bridge's model fields and parse back;
+// AutoModel and torchtitan, which move tokens their own way, say so.
+TEST(Recipes, MoeCommunicationOptionsParseBack) {
+  ParallelConfig c{.tp = 2, .pp = 8, .vp = 4, .ep = 64, .etp = 1, .world = 1024, .gbs = 8192, .seq_length = 4096, .precision = Precision::kFp8};
+  c.moe_token_dispatcher_type = MoeDispatcher::kFlex;
+  c.moe_flex_dispatcher_backend = "hybridep";
+  c.overlap_moe_expert_parallel_comm = true;
+  c.delay_wgrad_compute = true;
+  const Layout l = layout("deepseek-v3", c, "interleaved-1f1b");
+  check_all(l);
+  const plan::Recipes r = plan::make_recipes(model_preset(l.model), l.config, l.schedule, l.stage_layers);
+  EXPECT_NE(r.megatron_bridge.find("model.moe_flex_dispatcher_backend=hybridep"), std::string::npos) << r.megatron_bridge;
+  const std::string note = "# note: the plan simulated Megatron's MoE communication: the flex dispatcher (hybridep) and the 1F1B EP all-to-all overlap";
+  EXPECT_NE(r.automodel_yaml.find(note), std::string::npos) << r.automodel_yaml;
+  EXPECT_NE(r.torchtitan.find(note), std::string::npos) << r.torchtitan;
+  ParallelConfig shared{.tp = 1, .pp = 16, .ep = 8, .etp = 1, .world = 256, .gbs = 2048, .seq_length = 4096};
+  shared.moe_shared_expert_overlap = true;
+  check_all(layout("deepseek-v3", shared, "1f1b"));
 }
 
 TEST(Recipes, SchedulesWithoutAnEquivalentSayWhere) {

@@ -279,6 +279,62 @@ TEST(Plan, EveryLayoutRunsTheFp8RecipeAskedFor) {
   EXPECT_THROW(run_plan(r), InputError);  // MXFP8 needs Blackwell's block-scaled tensor cores
 }
 
+// Megatron's MoE communication options reach every layout the plan simulates: the flex dispatcher's
+// backend, the 1F1B EP overlap with its delayed wgrad (1f1b at pp > 1 left out, as Megatron refuses it;
+// ep = 1 breaks the overlap's rule) and the shared experts' stream. Asked of a model without those
+// experts, each is bad input.
+TEST(Plan, MoeCommunicationOptionsReachEveryLayout) {
+  PlanRequest r = small_request("qwen3-30b-a3b", 16, 64, 4096);
+  r.schedules = {"1f1b", "interleaved-1f1b"};
+  r.moe_dispatcher = MoeDispatcher::kFlex;
+  r.moe_flex_dispatcher_backend = "hybridep";
+  r.overlap_moe_expert_parallel_comm = true;
+  r.delay_wgrad_compute = true;
+  r.top_k = 5;
+  const PlanOutcome out = run_plan(r);
+  ASSERT_FALSE(out.top.empty());
+  for (const PlanPoint& p : out.top) {
+    EXPECT_EQ(p.config.moe_token_dispatcher_type, MoeDispatcher::kFlex);
+    EXPECT_EQ(p.config.moe_flex_dispatcher_backend, "hybridep");
+    EXPECT_TRUE(p.config.overlap_moe_expert_parallel_comm);
+    EXPECT_TRUE(p.config.delay_wgrad_compute);
+    EXPECT_GT(p.config.ep, 1);
+    EXPECT_FALSE(p.schedule == "1f1b" && p.config.pp > 1) << "pp=" << p.config.pp;
+    EXPECT_EQ(p.makespan_ns, sim::simulate_config(point_request(r, p)).metrics.makespan_ns);
+  }
+  const auto excluded = [](const PlanOutcome& o, const std::string& text) {
+    std::int64_t n = 0;
+    for (const auto& [rule, count] : o.excluded) n += rule.find(text) != std::string::npos ? count : 0;
+    return n;
+  };
+  EXPECT_GT(excluded(out, "1f1b left out"), 0);
+  EXPECT_GT(excluded(out, "needs ep > 1"), 0);
+  PlanRequest plain = r;
+  plain.overlap_moe_expert_parallel_comm = plain.delay_wgrad_compute = false;
+  const PlanOutcome without = run_plan(plain);
+  EXPECT_EQ(excluded(without, "1f1b left out"), 0);
+  EXPECT_NE(without.top.front().makespan_ns, out.top.front().makespan_ns);
+
+  PlanRequest shared = plain;
+  shared.moe_shared_expert_overlap = true;
+  try {
+    run_plan(shared);
+    FAIL() << "--moe-shared-expert-overlap was accepted for a model without shared experts";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--moe-shared-expert-overlap needs shared experts"), std::string::npos) << e.what();
+  }
+  shared.model.moe_shared_expert_intermediate_size = 768;
+  const PlanOutcome with_shared = run_plan(shared);
+  ASSERT_FALSE(with_shared.top.empty());
+  for (const PlanPoint& p : with_shared.top) {
+    EXPECT_TRUE(p.config.moe_shared_expert_overlap);
+    EXPECT_EQ(p.makespan_ns, sim::simulate_config(point_request(shared, p)).metrics.makespan_ns);
+  }
+  PlanRequest dense = small_request("llama3-8b", 8, 64, 4096);
+  dense.overlap_moe_expert_parallel_comm = true;
+  EXPECT_THROW(run_plan(dense), InputError);
+}
+
 TEST(Plan, BadInputIsAClearErrorOrAnHonestEmptyResult) {
   PlanRequest r = small_request("llama3-70b", 64, 128, 8192);
   r.gpus = 0;

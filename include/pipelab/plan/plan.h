@@ -46,6 +46,13 @@ struct PlanRequest {
   // MoE: NCCL all-to-all, as NVIDIA's recipes run (Megatron's own default, allgather, moves every
   // token to every EP rank); exported in the recipes.
   MoeDispatcher moe_dispatcher = MoeDispatcher::kAlltoall;
+  std::string moe_flex_dispatcher_backend = "deepep";  // with the flex dispatcher: deepep | hybridep
+  // Megatron's MoE communication overlaps, for every layout; exported in the recipes. The 1F1B EP
+  // overlap runs in 1f1b at pp = 1 and interleaved-1f1b (Megatron refuses 1f1b at pp > 1 with it: those
+  // layouts are excluded; other schedules run without it, DualPipe with its own F&B units).
+  bool overlap_moe_expert_parallel_comm = false;
+  bool delay_wgrad_compute = false;
+  bool moe_shared_expert_overlap = false;
   // CUDA graphs every layout runs with (Megatron's --cuda-graph-impl, --cuda-graph-modules); exported in
   // the recipes. Layouts Megatron would refuse them for (a whole dropless MoE layer) are excluded.
   CudaGraphImpl cuda_graph_impl = CudaGraphImpl::kNone;
