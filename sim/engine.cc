@@ -210,8 +210,9 @@ class Engine {
       std::int64_t duration = checked_duration(cost_.duration_ns(r, a), r, a, "duration");
       bool gather_bound = false;
       if (any_gather_ && (a.op == Op::F || a.op == Op::OverlapFB) && !parameters_gathered(r, a, duration, gather_bound)) return;
-      // A data-parallel collective running beside it holds some SMs: the action is slowed by that
-      // share of the overlap (not a forward paced by its parameters' gather: its compute has slack).
+      // A data-parallel collective running beside it holds some SMs: the action is slowed by the share of
+      // its speed they cost it (CostModel::dp_collective_compute_loss), times the overlap (not a forward
+      // paced by its parameters' gather: its compute has slack).
       if (st.dp_link_free > now_ && !gather_bound) {
         duration += static_cast<std::int64_t>(dp_compute_loss_ * static_cast<double>(std::min(duration, st.dp_link_free - now_)));
       }

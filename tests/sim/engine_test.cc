@@ -287,7 +287,7 @@ TEST(Engine, GradientReductionsOverlapTheCoolDownAndSerializePerRank) {
 }
 
 // Bucketed reduction (Megatron's overlap_grad_reduce): all but the tail may run from the start of
-// the stage's last gradient pass, slowing that pass by the SM share; the tail follows the pass.
+// the stage's last gradient pass, slowing that pass by the carve-out loss; the tail follows the pass.
 class BucketedReduceCost : public sim::UniformCost {
  public:
   BucketedReduceCost(std::int64_t whole, std::int64_t tail) : sim::UniformCost(sim::UniformTimes{}), whole_(whole), tail_(tail) {}
@@ -354,7 +354,7 @@ TEST(Engine, ANewIterationOwesNothingToTheLastReduction) {
   EXPECT_EQ(forwards[2]->duration_ns(), 1000);
 }
 
-TEST(Engine, ComputeBesideAReductionIsSlowedByItsSmShare) {
+TEST(Engine, ComputeBesideAReductionIsSlowedByItsCarveOutLoss) {
   const Schedule s = add_reduce_grad(add_send_recv(make_schedule("interleaved-1f1b", {2, 2, 4, 0})));
   const auto r = sim::simulate(s, BucketedReduceCost(5000, 5000));
   int slowed = 0;

@@ -18,9 +18,10 @@ TEST(SmCarveOut, ReproducesTheReportsDeepEpPointOnAnH100) {
 TEST(SmCarveOut, IsTheReportsRatioTimesTheShare) {
   EXPECT_NEAR(sim::sm_carve_out_loss(16, 132), 0.16, 1e-12);
   EXPECT_NEAR(sim::sm_carve_out_loss(1, 132), 0.01, 1e-12);
-  EXPECT_NEAR(sim::sm_carve_out_loss(20, 148), sim::kSmCarveOutCost * 20 / 148, 1e-12);
+  EXPECT_NEAR(sim::sm_carve_out_loss(20, 148), 0.20 * 132 / 148, 1e-12);  // 20 SMs of a 148-SM Blackwell
   EXPECT_EQ(sim::sm_carve_out_loss(0, 132), 0);
   EXPECT_EQ(sim::sm_carve_out_loss(20, 0), 0);
+  EXPECT_EQ(sim::sm_carve_out_loss(40, 40), 0);  // every SM held: a spec validate() refuses, taken as unknown
 }
 
 // A GPU with few SMs: the ratio would take more than everything; the SMs left keep 1 / the ratio of
