@@ -227,7 +227,7 @@ void add_plan_command(CLI::App& root, int& exit_code) {
       ->check(CLI::IsMember({"deepep", "hybridep"}));
   cmd->add_flag("--overlap-moe-expert-parallel-comm", o->overlap_moe_expert_parallel_comm,
                 "Megatron's 1F1B EP all-to-all overlap in every layout (interleaved-1f1b, or 1f1b at pp=1; needs ep > 1)");
-  cmd->add_flag("--delay-wgrad-compute", o->delay_wgrad_compute, "Weight gradients after the combine (with the EP overlap) or at the layer's end");
+  cmd->add_flag("--delay-wgrad-compute", o->delay_wgrad_compute, "With --overlap-moe-expert-parallel-comm (Megatron needs it): weight gradients after the combine");
   cmd->add_flag("--moe-shared-expert-overlap", o->moe_shared_expert_overlap, "Shared experts on their own stream beside the dispatch and combine");
   cmd->add_option("--cuda-graph-impl", o->cuda_graph_impl, "CUDA graphs every layout runs with: none | local | transformer_engine | full_iteration")
       ->capture_default_str();

@@ -79,7 +79,7 @@ constexpr LayoutSwitch kLayoutSwitches[] = {
     {"--recompute-activations", "recompute", "selective", "Selective recompute (core attention)"},
     {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", "true", "1F1B EP all-to-all overlap: B and the next F merged into F&B units"},
     {"--moe-shared-expert-overlap", "moe_shared_expert_overlap", "true", "Shared experts on their own stream beside the dispatch and combine (alltoall or flex)"},
-    {"--delay-wgrad-compute", "delay_wgrad_compute", "true", "Wgrad after the combine (EP overlap) or at the layer's end: exposes the TP reduce-scatter beside it"},
+    {"--delay-wgrad-compute", "delay_wgrad_compute", "true", "With --overlap-moe-expert-parallel-comm (Megatron needs it): wgrad after the combine, exposing the TP reduce-scatter beside it"},
     {"--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity", "true", "Pad every expert to its capacity (needs --moe-expert-capacity-factor): no host sync in the dispatch"},
     {"--cross-entropy-loss-fusion", "cross_entropy_loss_fusion", "true", "Fused cross-entropy loss (default; the kernel: --cross-entropy-fusion-impl)"},
     {"--no-cross-entropy-loss-fusion", "cross_entropy_loss_fusion", "false", "Unfused cross-entropy loss: Megatron-LM's default without --cross-entropy-loss-fusion"},

@@ -164,6 +164,17 @@ class Search {
     };
     moe_only(r.overlap_moe_expert_parallel_comm, "--overlap-moe-expert-parallel-comm", r.model.is_moe(), "routed experts");
     moe_only(r.moe_shared_expert_overlap, "--moe-shared-expert-overlap", r.model.moe_shared_expert_intermediate_size > 0, "shared experts");
+    // Conflicts between them break Megatron's rules in every layout: bad input too.
+    const auto conflict = [](bool broken, const std::string& message) {
+      if (broken) throw InputError(message + " (Megatron's rule, in every layout)");
+    };
+    const bool allgather = r.moe_dispatcher == MoeDispatcher::kAllgather;
+    conflict(r.delay_wgrad_compute && !r.overlap_moe_expert_parallel_comm, "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm");
+    conflict(r.overlap_moe_expert_parallel_comm && r.moe_shared_expert_overlap,
+             "--moe-shared-expert-overlap excludes --overlap-moe-expert-parallel-comm");
+    conflict((r.overlap_moe_expert_parallel_comm || r.moe_shared_expert_overlap) && allgather,
+             std::string(r.overlap_moe_expert_parallel_comm ? "--overlap-moe-expert-parallel-comm" : "--moe-shared-expert-overlap") +
+                 " needs --moe-token-dispatcher-type alltoall or flex, got allgather");
     gpu_ = r.gpu;
     gpu_.reserved_memory_bytes += r.memory_headroom_bytes;
     std::vector<std::string> names = r.schedules;
@@ -417,8 +428,9 @@ class Search {
     return bound;
   }
 
-  // An upper bound of tokens/s/GPU: the busiest rank's compute alone (no bubble, no communication;
-  // an F&B unit takes at least both halves' compute) bounds the iteration time from below.
+  // An upper bound of tokens/s/GPU: the busiest rank's compute alone (no bubble, no communication, no
+  // wait for the host's launches, which an F&B unit's halves may hide behind each other; an F&B unit
+  // takes at least both halves' GPU compute) bounds the iteration time from below.
   double throughput_bound(const sim::AnalyticCost& cost, const PipelineShape& shape, const ParallelConfig& c) const {
     const double microbatches = static_cast<double>(c.gbs) / (static_cast<double>(c.mbs) * c.dp) / shape.chains;
     double busiest_ns = 0;
@@ -426,7 +438,7 @@ class Search {
       double ns = 0;
       for (int s : shape.stages_of_rank(r)) {
         const sim::StageCost& sc = cost.stage(s);
-        ns += sc.f.compute_ns() + sc.i.compute_ns() + sc.w.compute_ns();
+        for (const sim::PassCost* p : {&sc.f, &sc.i, &sc.w}) ns += p->compute_ns() - p->host_wait_ns;
       }
       busiest_ns = std::max(busiest_ns, ns * microbatches);
     }

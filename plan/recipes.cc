@@ -7,6 +7,7 @@
 
 #include "pipelab/profiles/pipeline_layout.h"
 #include "pipelab/schedules/registry.h"
+#include "pipelab/sim/simulation.h"
 
 namespace pipelab::plan {
 namespace {
@@ -38,6 +39,14 @@ struct Facts {
   bool megatron_schedule() const { return schedule == "1f1b" || (schedule == "interleaved-1f1b" && c.vp > 1); }
   // Megatron-Core's 1F1B splits the model the same way (DualPipe's parts are one per rank).
   bool megatron_split() const { return megatron_schedule() || parts_per_rank == 1; }
+  // The layout ran Megatron's 1F1B EP overlap (merged F&B units). Asked for but not run (a schedule
+  // Megatron does not have), the recipes leave it and delay_wgrad_compute, which needs it, out.
+  bool ep_overlap() const { return sim::merges_forward_backward(schedule, c, c.vp); }
+  std::string ep_overlap_note() const {
+    if (!c.overlap_moe_expert_parallel_comm || ep_overlap()) return "";
+    return "# note: the plan simulated " + schedule + " without the 1F1B EP overlap (Megatron runs it in its interleaved 1F1B, "
+           "or 1F1B without a pipeline); these settings leave it and delay_wgrad_compute out\n";
+  }
 };
 
 std::string header(const Facts& f) {
@@ -67,10 +76,11 @@ std::string megatron_lm(const Facts& f) {
     add("--expert-tensor-parallel-size " + str(c.expert_tp()));
     add("--moe-token-dispatcher-type " + std::string(to_string(c.moe_token_dispatcher_type)));
     if (c.moe_token_dispatcher_type == MoeDispatcher::kFlex) add("--moe-flex-dispatcher-backend " + c.moe_flex_dispatcher_backend);
-    if (c.overlap_moe_expert_parallel_comm) add("--overlap-moe-expert-parallel-comm");
+    if (f.ep_overlap()) add("--overlap-moe-expert-parallel-comm");
+    if (f.ep_overlap() && c.delay_wgrad_compute) add("--delay-wgrad-compute");
     if (c.moe_shared_expert_overlap) add("--moe-shared-expert-overlap");
+    notes += f.ep_overlap_note();
   }
-  if (c.delay_wgrad_compute) add("--delay-wgrad-compute");
   if (c.sequence_parallel_enabled()) add("--sequence-parallel");
   add("--micro-batch-size " + str(c.mbs));
   add("--global-batch-size " + str(c.gbs));
@@ -175,6 +185,11 @@ std::string megatron_bridge(const Facts& f) {
                                                                                    : "TE before 2.18 (the gradient over the BF16 logits)") +
            "\n";
   }
+  if (f.model.is_moe()) out += f.ep_overlap_note();
+  if (f.model.is_moe() && f.ep_overlap()) {
+    out += "# note: Bridge applies the EP overlap through the recipe's comm_overlap config (CommOverlapConfig), which "
+           "overwrites the model's fields; a recipe whose comm_overlap is None needs one\n";
+  }
   auto set = [&](const std::string& key, const std::string& value) { out += key + "=" + value + "\n"; };
   set("model.tensor_model_parallel_size", str(c.tp));
   set("model.pipeline_model_parallel_size", str(c.pp));
@@ -185,10 +200,12 @@ std::string megatron_bridge(const Facts& f) {
     set("model.expert_tensor_parallel_size", str(c.expert_tp()));
     set("model.moe_token_dispatcher_type", std::string(to_string(c.moe_token_dispatcher_type)));
     if (c.moe_token_dispatcher_type == MoeDispatcher::kFlex) set("model.moe_flex_dispatcher_backend", c.moe_flex_dispatcher_backend);
-    if (c.overlap_moe_expert_parallel_comm) set("model.overlap_moe_expert_parallel_comm", "true");
+    // Bridge's CommOverlapConfig writes these two onto the model (comm_overlap.py, setup), as its own
+    // performance scripts set them (utils/overrides.py: moe_a2a_overlap).
+    if (f.ep_overlap()) set("comm_overlap.overlap_moe_expert_parallel_comm", "true");
+    if (f.ep_overlap() && c.delay_wgrad_compute) set("comm_overlap.delay_wgrad_compute", "true");
     if (c.moe_shared_expert_overlap) set("model.moe_shared_expert_overlap", "true");
   }
-  if (c.delay_wgrad_compute) set("model.delay_wgrad_compute", "true");
   set("model.sequence_parallel", c.sequence_parallel_enabled() ? "true" : "false");
   if (c.cuda_graph_impl != CudaGraphImpl::kNone) {
     set("model.cuda_graph_impl", std::string(to_string(c.cuda_graph_impl)));

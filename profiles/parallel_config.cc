@@ -727,6 +727,23 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
     error("recompute_modules", "ep_overlap_excludes_moe_recompute",
           "overlap_moe_expert_parallel_comm excludes \"moe\" in recompute_modules (Megatron: disable moe in recompute_modules)");
   }
+  if (c.overlap_moe_expert_parallel_comm && m.mtp_num_layers > 1) {
+    error("overlap_moe_expert_parallel_comm", "ep_overlap_mtp_at_most_one",
+          "overlap_moe_expert_parallel_comm supports at most one MTP layer, model '" + m.name + "' has mtp_num_layers=" +
+              str(m.mtp_num_layers) + " (Megatron)");
+  }
+  if (c.overlap_moe_expert_parallel_comm && c.cuda_graph_impl == CudaGraphImpl::kTransformerEngine &&
+      std::any_of(c.cuda_graph_modules.begin(), c.cuda_graph_modules.end(), [](const std::string& g) { return g == "moe" || g == "mlp"; })) {
+    error("cuda_graph_modules", "ep_overlap_excludes_moe_mlp_graphs",
+          "overlap_moe_expert_parallel_comm excludes cuda_graph_modules moe and mlp under cuda_graph_impl=transformer_engine "
+          "(Megatron: CUDA graph scope on moe and mlp is not supported with overlap_moe_expert_parallel_comm)");
+  }
+  // Megatron (core 0.14 on): "overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute".
+  if (c.delay_wgrad_compute && !c.overlap_moe_expert_parallel_comm) {
+    error("delay_wgrad_compute", "delay_wgrad_needs_ep_overlap",
+          "delay_wgrad_compute needs overlap_moe_expert_parallel_comm (Megatron: overlap_moe_expert_parallel_comm must be "
+          "enabled when enabling delay_wgrad_compute)");
+  }
   // Shared-expert overlap (Megatron's rules for --moe-shared-expert-overlap, transformer_config.py): the
   // dispatcher and the recompute only matter to a model with shared experts; the EP overlap always.
   const bool shared_experts = m.moe_shared_expert_intermediate_size > 0;

@@ -182,3 +182,7 @@ cli_test(bad_flags_plan_backend_without_flex 2 ARGS plan --model qwen3-30b-a3b -
          REGEX "--moe-flex-dispatcher-backend applies to --moe-token-dispatcher-type flex, got alltoall")
 cli_test(bad_flags_plan_ep_overlap_dense 2 ARGS plan --model llama3-8b --gpus 8 --gbs 32 --overlap-moe-expert-parallel-comm
          REGEX "--overlap-moe-expert-parallel-comm needs routed experts; model 'llama3-8b' has none")
+cli_test(bad_flags_plan_delay_wgrad_alone 2 ARGS plan --model qwen3-30b-a3b --gpus 16 --gbs 64 --delay-wgrad-compute
+         REGEX "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm \\(Megatron's rule, in every layout\\)")
+cli_test(bad_flags_delay_wgrad_alone 2 ARGS ${sim2_8b} --delay-wgrad-compute
+         REGEX "delay_wgrad_compute needs overlap_moe_expert_parallel_comm")

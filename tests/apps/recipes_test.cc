@@ -340,9 +340,22 @@ TEST(Recipes, MoeCommunicationOptionsParseBack) {
   const std::string note = "# note: the plan simulated Megatron's MoE communication: the flex dispatcher (hybridep) and the 1F1B EP all-to-all overlap";
   EXPECT_NE(r.automodel_yaml.find(note), std::string::npos) << r.automodel_yaml;
   EXPECT_NE(r.torchtitan.find(note), std::string::npos) << r.torchtitan;
+  EXPECT_NE(r.megatron_bridge.find("comm_overlap.overlap_moe_expert_parallel_comm=true"), std::string::npos) << r.megatron_bridge;
   ParallelConfig shared{.tp = 1, .pp = 16, .ep = 8, .etp = 1, .world = 256, .gbs = 2048, .seq_length = 4096};
   shared.moe_shared_expert_overlap = true;
   check_all(layout("deepseek-v3", shared, "1f1b"));
+  // A schedule Megatron does not have ran without the overlap: its recipes run Megatron's 1F1B without it
+  // (pp > 1 without vp, where Megatron would refuse it) and say so.
+  c.vp = 0;
+  const Layout v = layout("deepseek-v3", c, "dualpipev");
+  const plan::Recipes rv = plan::make_recipes(model_preset(v.model), v.config, v.schedule, v.stage_layers);
+  for (const std::string* text : {&rv.megatron_lm, &rv.megatron_bridge}) {
+    EXPECT_EQ(text->find("overlap-moe-expert-parallel-comm"), std::string::npos) << *text;
+    EXPECT_EQ(text->find("overlap_moe_expert_parallel_comm=true"), std::string::npos) << *text;
+    EXPECT_EQ(text->find("--delay-wgrad-compute"), std::string::npos) << *text;
+    EXPECT_EQ(text->find("delay_wgrad_compute=true"), std::string::npos) << *text;
+    EXPECT_NE(text->find("# note: the plan simulated dualpipev without the 1F1B EP overlap"), std::string::npos) << *text;
+  }
 }
 
 TEST(Recipes, SchedulesWithoutAnEquivalentSayWhere) {

@@ -285,7 +285,7 @@ TEST(Plan, EveryLayoutRunsTheFp8RecipeAskedFor) {
 // experts, each is bad input.
 TEST(Plan, MoeCommunicationOptionsReachEveryLayout) {
   PlanRequest r = small_request("qwen3-30b-a3b", 16, 64, 4096);
-  r.schedules = {"1f1b", "interleaved-1f1b"};
+  r.schedules = {"1f1b", "interleaved-1f1b", "zb-h1"};  // zb-h1 shares 1f1b's cached verdicts, not its exclusion
   r.moe_dispatcher = MoeDispatcher::kFlex;
   r.moe_flex_dispatcher_backend = "hybridep";
   r.overlap_moe_expert_parallel_comm = true;
@@ -309,6 +309,8 @@ TEST(Plan, MoeCommunicationOptionsReachEveryLayout) {
   };
   EXPECT_GT(excluded(out, "1f1b left out"), 0);
   EXPECT_GT(excluded(out, "needs ep > 1"), 0);
+  const auto zb = std::find_if(out.points.begin(), out.points.end(), [](const PlanPoint& p) { return p.schedule == "zb-h1" && p.config.pp > 1; });
+  ASSERT_NE(zb, out.points.end()) << "zb-h1 at pp > 1 runs without the overlap, not left out";
   PlanRequest plain = r;
   plain.overlap_moe_expert_parallel_comm = plain.delay_wgrad_compute = false;
   const PlanOutcome without = run_plan(plain);
@@ -333,6 +335,24 @@ TEST(Plan, MoeCommunicationOptionsReachEveryLayout) {
   PlanRequest dense = small_request("llama3-8b", 8, 64, 4096);
   dense.overlap_moe_expert_parallel_comm = true;
   EXPECT_THROW(run_plan(dense), InputError);
+  // Conflicts in every layout: bad input, not a search where nothing is left.
+  const auto refused = [](PlanRequest q, const std::string& text) {
+    try {
+      run_plan(q);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  PlanRequest both = shared;
+  both.overlap_moe_expert_parallel_comm = true;
+  refused(both, "--moe-shared-expert-overlap excludes --overlap-moe-expert-parallel-comm");
+  PlanRequest lone = plain;
+  lone.delay_wgrad_compute = true;
+  refused(lone, "--delay-wgrad-compute needs --overlap-moe-expert-parallel-comm");
+  PlanRequest gathered = r;
+  gathered.moe_dispatcher = MoeDispatcher::kAllgather;
+  refused(gathered, "--overlap-moe-expert-parallel-comm needs --moe-token-dispatcher-type alltoall or flex, got allgather");
 }
 
 TEST(Plan, BadInputIsAClearErrorOrAnHonestEmptyResult) {

@@ -241,6 +241,33 @@ TEST_F(ParallelRules, SharedExpertOverlapRulesFollowMegatron) {
   EXPECT_TRUE(has_rule(check(c, qwen, gpu).errors, "moe_shared_expert_overlap", "shared_expert_overlap_excludes_ep_overlap"));
 }
 
+// --overlap-moe-expert-parallel-comm's other rules and --delay-wgrad-compute's, as Megatron's
+// TransformerConfig checks them: at most one MTP layer, no TE graphs of moe or mlp, and no delayed wgrad
+// without the overlap.
+TEST_F(ParallelRules, EpOverlapRulesFollowMegatron) {
+  ModelSpec dsv3 = model_preset("deepseek-v3");
+  dsv3.num_layers = 8;
+  ParallelConfig c;  // one node, EP 8
+  c.tp = c.pp = 1;
+  c.ep = c.world = c.gbs = 8;
+  c.moe_token_dispatcher_type = MoeDispatcher::kAlltoall;
+  const GpuSpec gpu = gpu_preset("h100-sxm");
+  c.delay_wgrad_compute = true;
+  EXPECT_TRUE(has_rule(check(c, dsv3, gpu).errors, "delay_wgrad_compute", "delay_wgrad_needs_ep_overlap"));
+  c.overlap_moe_expert_parallel_comm = true;
+  EXPECT_TRUE(check(c, dsv3, gpu).ok());
+  dsv3.mtp_num_layers = 2;
+  EXPECT_TRUE(has_rule(check(c, dsv3, gpu).errors, "overlap_moe_expert_parallel_comm", "ep_overlap_mtp_at_most_one"));
+  dsv3.mtp_num_layers = 1;
+  c.cuda_graph_impl = CudaGraphImpl::kTransformerEngine;
+  c.cuda_graph_modules = {"attn", "moe_router"};
+  EXPECT_FALSE(has_rule(check(c, dsv3, gpu).errors, "cuda_graph_modules", "ep_overlap_excludes_moe_mlp_graphs"));
+  c.cuda_graph_modules = {"attn", "mlp"};
+  EXPECT_TRUE(has_rule(check(c, dsv3, gpu).errors, "cuda_graph_modules", "ep_overlap_excludes_moe_mlp_graphs"));
+  c.cuda_graph_impl = CudaGraphImpl::kLocal;
+  EXPECT_FALSE(has_rule(check(c, dsv3, gpu).errors, "cuda_graph_modules", "ep_overlap_excludes_moe_mlp_graphs"));
+}
+
 // Megatron's default dispatcher all-gathers every token over the EP x ETP group: across nodes that
 // is a warning; inside a node, or with alltoall, it is not.
 TEST_F(ParallelRules, AllgatherDispatcherAcrossNodesWarns) {
