@@ -253,10 +253,11 @@ std::string graphs_note(const ParallelConfig& c, const std::string& tool) {
 }
 
 // Megatron's MoE communication options the plan simulated, which a framework without them runs its own way.
-std::string moe_comm_note(const ParallelConfig& c, const std::string& tool) {
+std::string moe_comm_note(const Facts& f, const std::string& tool) {
+  const ParallelConfig& c = f.c;
   std::vector<std::string> options;
   if (c.moe_token_dispatcher_type == MoeDispatcher::kFlex) options.push_back("the flex dispatcher (" + c.moe_flex_dispatcher_backend + ")");
-  if (c.overlap_moe_expert_parallel_comm) options.push_back("the 1F1B EP all-to-all overlap");
+  if (f.ep_overlap()) options.push_back("the 1F1B EP all-to-all overlap");
   if (c.moe_shared_expert_overlap) options.push_back("the shared experts beside the dispatch");
   if (options.empty()) return "";
   std::string list;
@@ -301,7 +302,7 @@ std::string automodel_yaml(const Facts& f) {
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is AutoModel's fp8: block, outside distributed:\n";
   if (c.precision == Precision::kNvfp4) notes += "# note: AutoModel has no NVFP4 training option; run it in BF16 or FP8\n";
   notes += graphs_note(c, "AutoModel");
-  if (f.model.is_moe()) notes += moe_comm_note(c, "AutoModel");
+  if (f.model.is_moe()) notes += moe_comm_note(f, "AutoModel");
   std::string out = header(f) + notes + "distributed:\n";
   out += std::string("  strategy: ") + (c.fsdp == Fsdp::kMegatron ? "megatron_fsdp" : "fsdp2") + "\n";
   out += "  tp_size: " + str(c.tp) + "\n  cp_size: " + str(c.cp) + "\n  pp_size: " + str(c.pp) + "\n";
@@ -341,7 +342,7 @@ std::string torchtitan(const Facts& f) {
   if (c.precision == Precision::kFp8) notes += "# note: FP8 is torchtitan's [float8] table (converters), outside [parallelism]\n";
   if (c.precision == Precision::kNvfp4) notes += "# note: NVFP4 is outside [parallelism] (torchtitan's quantize converters, MX on Blackwell)\n";
   notes += graphs_note(c, "torchtitan");
-  if (f.model.is_moe()) notes += moe_comm_note(c, "torchtitan");
+  if (f.model.is_moe()) notes += moe_comm_note(f, "torchtitan");
   std::string out = header(f) + notes + "[parallelism]\n";
   out += "data_parallel_replicate_degree = 1\n";
   out += "data_parallel_shard_degree = " + str(c.dp) + "\n";

@@ -356,6 +356,9 @@ TEST(Recipes, MoeCommunicationOptionsParseBack) {
     EXPECT_EQ(text->find("delay_wgrad_compute=true"), std::string::npos) << *text;
     EXPECT_NE(text->find("# note: the plan simulated dualpipev without the 1F1B EP overlap"), std::string::npos) << *text;
   }
+  for (const std::string* text : {&rv.automodel_yaml, &rv.torchtitan}) {
+    EXPECT_NE(text->find("MoE communication: the flex dispatcher (hybridep);"), std::string::npos) << *text;
+  }
 }
 
 TEST(Recipes, SchedulesWithoutAnEquivalentSayWhere) {
