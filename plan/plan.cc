@@ -163,7 +163,7 @@ class Search {
       if (asked && !applies) throw InputError(std::string(flag) + " needs " + what + "; model '" + r.model.name + "' has none");
     };
     moe_only(r.overlap_moe_expert_parallel_comm, "--overlap-moe-expert-parallel-comm", r.model.is_moe(), "routed experts");
-    moe_only(r.moe_shared_expert_overlap, "--moe-shared-expert-overlap", r.model.moe_shared_expert_intermediate_size > 0, "shared experts");
+    moe_only(r.moe_shared_expert_overlap, "--moe-shared-expert-overlap", r.model.has_shared_experts(), "shared experts");
     // Conflicts between them break Megatron's rules in every layout: bad input too.
     const auto conflict = [](bool broken, const std::string& message) {
       if (broken) throw InputError(message + " (Megatron's rule, in every layout)");

@@ -162,7 +162,7 @@ std::int64_t ModelSpec::moe_mlp_params() const {
   const std::int64_t h = hidden_size;
   std::int64_t params = norm_params(*this, h) + h * num_experts;  // norm + router
   params += std::int64_t{num_experts} * mlp_block_params(*this, moe_ffn_hidden_size);
-  if (moe_shared_expert_intermediate_size > 0) {
+  if (has_shared_experts()) {
     params += mlp_block_params(*this, moe_shared_expert_intermediate_size);
   }
   return params;

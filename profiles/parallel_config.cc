@@ -746,7 +746,7 @@ ConfigCheck check(const ParallelConfig& c, const ModelSpec& m, const GpuSpec& gp
   }
   // Shared-expert overlap (Megatron's rules for --moe-shared-expert-overlap, transformer_config.py): the
   // dispatcher and the recompute only matter to a model with shared experts; the EP overlap always.
-  const bool shared_experts = m.moe_shared_expert_intermediate_size > 0;
+  const bool shared_experts = m.has_shared_experts();
   if (c.moe_shared_expert_overlap && shared_experts && c.moe_token_dispatcher_type == MoeDispatcher::kAllgather) {
     error("moe_token_dispatcher_type", "shared_expert_overlap_needs_alltoall_or_flex",
           "moe_shared_expert_overlap needs moe_token_dispatcher_type=alltoall or flex, got allgather");

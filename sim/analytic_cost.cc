@@ -436,7 +436,7 @@ AnalyticCost::TpCommNs AnalyticCost::tp_comm_ns(int layer) const {
   // shared experts, TP-parallel linear layers, gather and scatter on the MLP side, exposed here.
   const double fc1 = moe ? 0 : lf.mlp * w.mlp_up / (w.mlp_up + w.mlp), fc2 = moe ? 0 : lf.mlp - fc1;
   const double fc1_ns = linear_ns(fc1, 1, quantized);
-  const double shared = moe && m.moe_shared_expert_intermediate_size > 0 ? 1.0 : 0.0;
+  const double shared = moe && m.has_shared_experts() ? 1.0 : 0.0;
   // A reduce-scatter (or all-reduce) beside the wgrad GEMM of `gemm_ns`; exposed when TE defers the
   // wgrad (--delay-wgrad-compute: it waits for the collective at the end of the layer's backward).
   // What the wgrad hides is kept apart: it stays exposed when W runs on its own later (zero-bubble).

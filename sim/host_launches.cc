@@ -131,7 +131,7 @@ LayerLaunches layer_launches(const ModelSpec& m, const ParallelConfig& c, int la
     const ExpertBiasWork bias = expert_bias_work(m, c, layer, local_experts);
     mlp = {r.forward + p.forward + d.forward + e.forward + bias.forward_launches,
            r.backward + p.backward + d.backward + e.backward + bias.input_grad_launches};
-    if (m.moe_shared_expert_intermediate_size > 0) {
+    if (m.has_shared_experts()) {
       const Launches shared = dense_mlp(kind);
       mlp.forward += shared.forward;
       mlp.backward += shared.backward;

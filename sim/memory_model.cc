@@ -214,7 +214,7 @@ std::int64_t MemoryModel::layer_weight_stash_bytes(int layer) const {
   const ModelSpec& m = g.model();
   const ParallelConfig& c = g.config();
   const double mlp_rows = m.is_moe_layer(layer) ? m.moe_router_topk * c.expert_tp() * c.moe_busiest_load() +
-                                                       (m.moe_shared_expert_intermediate_size > 0 ? 1 : 0)
+                                                       (m.has_shared_experts() ? 1 : 0)
                                                  : 1;
   const double replicated = e * (w.hidden + w.hidden + mlp_rows * (w.hidden + w.hidden));
   const double sharded = e * (w.query + w.mlp + (w.query + 2 * w.value) + w.mlp_up);

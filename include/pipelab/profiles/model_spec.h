@@ -66,6 +66,7 @@ struct ModelSpec {
   bool operator==(const ModelSpec&) const = default;
 
   bool is_moe() const { return num_experts > 0; }
+  bool has_shared_experts() const { return moe_shared_expert_intermediate_size > 0; }
   /// True if layer `layer` (0-based, < num_layers) has an MoE MLP.
   bool is_moe_layer(int layer) const;
   int num_moe_layers() const;
